@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 js/node_modules/.installed: js/package.json js/package-lock.json
-	cd js && npm ci --no-audit --no-fund --loglevel=error
+	cd js && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
 run: setup
