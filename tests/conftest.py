@@ -1,0 +1,10 @@
+"""Shared pytest configuration: every async test runs on asyncio through anyio."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
