@@ -1,0 +1,400 @@
+"""servers.toml: typed models, search order, ``${VAR}`` interpolation, errors.
+
+Every section is a pydantic model with ``extra="forbid"`` so that a typo is an
+error naming the key path ("servers.github.args: expected a list of strings")
+instead of a silently ignored setting. Values interpolated from the environment
+are remembered so that :mod:`mcp_hub.redact` can keep them out of every output.
+
+Search order for the file: ``--config PATH``, ``$MCP_HUB_CONFIG``,
+``./servers.toml``, ``~/.config/mcp-hub/servers.toml``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from mcp_hub.errors import ConfigError
+
+__all__ = [
+    "BuiltinsConfig",
+    "FileToolsConfig",
+    "HttpConfig",
+    "HubConfig",
+    "HubSettings",
+    "PinsConfig",
+    "PluginsConfig",
+    "ProfileConfig",
+    "ServerConfig",
+    "TerminalConfig",
+    "ToolSearchConfig",
+    "ToolsetConfig",
+    "find_config",
+    "load_config",
+    "parse_config",
+]
+
+SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+Transport = Literal["stdio", "http", "sse"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_default=True)
+
+
+class HttpConfig(_Model):
+    """``[hub.http]``: the downstream HTTP listener and its guards."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    auth_tokens: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    stateless: bool = False
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    max_sessions: int = Field(default=1000, ge=1)
+    session_idle_timeout: float = Field(default=3600.0, gt=0)
+    rate_limit_per_minute: int | None = Field(default=None, ge=1)
+
+
+class HubSettings(_Model):
+    """``[hub]``: identity and global policies of the hub."""
+
+    name: str = "mcp-hub"
+    tool_name_separator: str = Field(default="_", pattern=r"^[A-Za-z0-9_-]{0,3}$")
+    max_tool_name_length: int = Field(default=64, ge=16, le=256)
+    startup_timeout: float = Field(default=15.0, ge=0)
+    allow_tool_override: bool = False
+    state_dir: str | None = None
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = "text"
+    max_result_size_chars: int = Field(default=100_000, ge=1000)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+
+
+class ServerConfig(_Model):
+    """``[servers.NAME]``: one upstream MCP server (stdio, Streamable HTTP or SSE)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    transport: Transport | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+    prefix: str | None = None
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    timeout: float = Field(default=120.0, gt=0)
+    connect_timeout: float = Field(default=30.0, gt=0)
+    keepalive_interval: float = Field(default=30.0, ge=0)
+    max_call_seconds: float = Field(default=600.0, gt=0)
+    pin_policy: Literal["warn", "block", "off"] | None = None
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> ServerConfig:
+        if self.command and self.url:
+            raise ValueError("set either 'command' (stdio) or 'url' (http/sse), not both")
+        if not self.command and not self.url:
+            raise ValueError("needs 'command' (a stdio server) or 'url' (an HTTP or SSE server)")
+        if self.transport is None:
+            self.transport = "stdio" if self.command else "http"
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("transport 'stdio' needs 'command'")
+        if self.transport in ("http", "sse") and not self.url:
+            raise ValueError(f"transport '{self.transport}' needs 'url'")
+        if self.url and not re.match(r"^https?://", self.url):
+            raise ValueError("url: must start with http:// or https://")
+        return self
+
+    def effective_prefix(self, server_name: str) -> str:
+        """The prefix of exposed names: the server name unless set (``""`` = none)."""
+        return server_name if self.prefix is None else self.prefix
+
+
+class ProfileConfig(_Model):
+    """``[profiles.NAME]``: which toolsets one downstream endpoint exposes."""
+
+    toolsets: list[str] = Field(default_factory=lambda: ["all"])
+    disabled_toolsets: list[str] = Field(default_factory=list)
+
+
+class ToolsetConfig(_Model):
+    """``[toolsets.NAME]``: a composite toolset of tools and other toolsets."""
+
+    description: str = ""
+    tools: list[str] = Field(default_factory=list)
+    includes: list[str] = Field(default_factory=list)
+
+
+class ToolSearchConfig(_Model):
+    """``[tool_search]``: progressive disclosure of upstream tools."""
+
+    mode: Literal["auto", "on", "off"] = "auto"
+    context_window_tokens: int = Field(default=200_000, ge=1000)
+    threshold_pct: float = Field(default=10.0, gt=0, le=100)
+    always_visible: list[str] = Field(default_factory=list)
+    default_limit: int = Field(default=5, ge=1, le=100)
+    max_limit: int = Field(default=25, ge=1, le=200)
+    listing_max_tokens: int = Field(default=4000, ge=0)
+
+
+class FileToolsConfig(_Model):
+    """``[builtins.file]``: the file tools are hidden until ``roots`` is set."""
+
+    roots: list[str] = Field(default_factory=list)
+    max_read_bytes: int = Field(default=100 * 1024, ge=1)
+    max_search_results: int = Field(default=200, ge=1)
+
+
+DEFAULT_TERMINAL_BLOCKLIST = [
+    r"\brm\s+-[a-zA-Z]*r[a-zA-Z]*f?\s+/(\s|$)",
+    r"\bmkfs(\.|\s)",
+    r"\bdd\s+.*\bof=/dev/",
+    r":\(\)\s*\{\s*:\|:&\s*\};:",
+    r"\bshutdown\b",
+    r"\breboot\b",
+]
+
+
+class TerminalConfig(_Model):
+    """``[builtins.terminal]``: a shell command tool, off unless enabled."""
+
+    enabled: bool = False
+    cwd: str | None = None
+    timeout: float = Field(default=30.0, gt=0)
+    max_output_chars: int = Field(default=10_000, ge=100)
+    blocklist: list[str] = Field(default_factory=lambda: list(DEFAULT_TERMINAL_BLOCKLIST))
+
+    @field_validator("blocklist")
+    @classmethod
+    def _valid_regexes(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return value
+
+
+class BuiltinsConfig(_Model):
+    """``[builtins]``: settings of the hub's own tools."""
+
+    file: FileToolsConfig = Field(default_factory=FileToolsConfig)
+    terminal: TerminalConfig = Field(default_factory=TerminalConfig)
+
+
+class PluginsConfig(_Model):
+    """``[plugins]``: where plugins come from and their settings."""
+
+    dirs: list[str] = Field(default_factory=list)
+    entry_points: bool = True
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class PinsConfig(_Model):
+    """``[pins]``: trust-on-first-use fingerprints of upstream tools."""
+
+    policy: Literal["warn", "block", "off"] = "warn"
+
+
+class HubConfig(_Model):
+    """The whole of ``servers.toml``."""
+
+    hub: HubSettings = Field(default_factory=HubSettings)
+    servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    profiles: dict[str, ProfileConfig] = Field(default_factory=dict)
+    toolsets: dict[str, ToolsetConfig] = Field(default_factory=dict)
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
+    builtins: BuiltinsConfig = Field(default_factory=BuiltinsConfig)
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    pins: PinsConfig = Field(default_factory=PinsConfig)
+
+    # Not part of the file: where it came from and which values were secrets.
+    source: Annotated[Path | None, Field(exclude=True)] = None
+    secret_values: Annotated[frozenset[str], Field(exclude=True)] = frozenset()
+
+    @field_validator("servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, ServerConfig]) -> dict[str, ServerConfig]:
+        for name in value:
+            if not SERVER_NAME_RE.match(name):
+                raise ValueError(
+                    f"server name {name!r} must start with a letter or digit and use only "
+                    "letters, digits, '_', '.', '-' (at most 64 characters)"
+                )
+        return value
+
+    def enabled_servers(self) -> dict[str, ServerConfig]:
+        """Servers with ``enabled = true``, in file order."""
+        return {name: srv for name, srv in self.servers.items() if srv.enabled}
+
+    def fingerprint(self) -> str:
+        """A short stable digest of the settings, for caches keyed by config."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+    def state_path(self) -> Path:
+        """Where the hub keeps state (tool pins): ``hub.state_dir`` or the XDG default."""
+        if self.hub.state_dir:
+            return Path(self.hub.state_dir).expanduser()
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(base) / "mcp-hub"
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """Return the config file by the documented search order, or None."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("MCP_HUB_CONFIG")
+    if env:
+        return Path(env)
+    for candidate in (Path("servers.toml"), Path.home() / ".config" / "mcp-hub" / "servers.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None
+) -> HubConfig:
+    """Find, read, interpolate and validate the config; an empty config if none exists."""
+    found = find_config(path)
+    if found is None:
+        return HubConfig()
+    try:
+        text = found.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{found}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{found}: cannot read: {exc.strerror}") from None
+    config = parse_config(text, source=found, environ=environ)
+    return config
+
+
+def parse_config(
+    text: str, *, source: Path | None = None, environ: Mapping[str, str] | None = None
+) -> HubConfig:
+    """Parse TOML text into a validated :class:`HubConfig`."""
+    label = str(source) if source else "servers.toml"
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{label}: invalid TOML: {exc}") from None
+    env = os.environ if environ is None else environ
+    secrets: set[str] = set()
+    data = _interpolate(raw, (), env, secrets, label)
+    try:
+        config = HubConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, label)) from None
+    config.source = source
+    config.secret_values = frozenset(s for s in secrets if len(s) >= 4)
+    return config
+
+
+def _interpolate(
+    value: Any, path: tuple[str, ...], env: Mapping[str, str], secrets: set[str], label: str
+) -> Any:
+    if isinstance(value, str):
+        return _interpolate_str(value, path, env, secrets, label)
+    if isinstance(value, dict):
+        return {k: _interpolate(v, (*path, str(k)), env, secrets, label) for k, v in value.items()}
+    if isinstance(value, list):
+        return [
+            _interpolate(v, (*path, str(i)), env, secrets, label) for i, v in enumerate(value)
+        ]
+    return value
+
+
+def _interpolate_str(
+    value: str, path: tuple[str, ...], env: Mapping[str, str], secrets: set[str], label: str
+) -> str:
+    def replace(match: re.Match[str]) -> str:
+        var, default = match.group(1), match.group(2)
+        if var in env:
+            resolved = env[var]
+            secrets.add(resolved)
+            return resolved
+        if default is not None:
+            return default
+        where = ".".join(path)
+        raise ConfigError(
+            f"{label}: {where}: environment variable {var} is not set "
+            f"(set it, or write ${{{var}:-default}})"
+        )
+
+    return _VAR_RE.sub(replace, value)
+
+
+def _format_validation_error(exc: ValidationError, label: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        where = ".".join(loc) or "(top level)"
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            msg = f"unknown key '{loc[-1]}'"
+            hint = _close_key(loc)
+            if hint:
+                msg += f" (did you mean '{hint}'?)"
+        elif kind == "list_type":
+            msg = "expected a list"
+            if "str" in str(err.get("msg", "")) or _expects_str_list(loc):
+                msg = "expected a list of strings"
+        elif kind == "string_type":
+            msg = "expected a string"
+        elif kind == "missing":
+            msg = "required"
+        else:
+            msg = str(err["msg"]).removeprefix("Value error, ")
+        lines.append(f"{label}: {where}: {msg}")
+    return "\n".join(lines)
+
+
+def _expects_str_list(loc: list[str]) -> bool:
+    return bool(loc) and loc[-1] in {"args", "include", "exclude", "auth_tokens", "roots",
+                                     "always_visible", "toolsets", "disabled_toolsets", "tools",
+                                     "includes", "dirs", "blocklist"}
+
+
+def _close_key(loc: list[str]) -> str | None:
+    """Suggest the field the user probably meant for an unknown key at ``loc``."""
+    model: type[BaseModel] | None = HubConfig
+    parent = loc[:-1]
+    i = 0
+    while model is not None and i < len(parent):
+        key = parent[i]
+        field = model.model_fields.get(key)
+        if field is None:
+            return None
+        annotation = field.annotation
+        origin_args = getattr(annotation, "__args__", ())
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+            i += 1
+        elif origin_args and isinstance(origin_args[-1], type) and issubclass(
+            origin_args[-1], BaseModel
+        ):
+            # dict[str, Model]: skip the dict key.
+            model = origin_args[-1]
+            i += 2
+        else:
+            return None
+    if model is None:
+        return None
+    matches = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1, cutoff=0.6)
+    return matches[0] if matches else None

@@ -1,0 +1,95 @@
+"""The per-call context handed to tool handlers as the ``call`` keyword.
+
+A tool call arrives from one downstream session. Whatever the tool needs from
+that session — progress reporting, log messages, and the server-to-client
+requests an upstream may make while it runs (sampling, elicitation,
+roots/list) — goes through this object, so handlers never touch transport
+details. :class:`CallContext` itself has no downstream: every request fails
+with a clear MCP error, which is what an upstream must receive when no client
+can answer (``mcp-hub call``, tests). The serving side subclasses it.
+
+This module imports nothing of the project, so tools and upstream code can use
+it freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_REQUEST,
+    ClientCapabilities,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    ListRootsResult,
+    LoggingLevel,
+)
+
+__all__ = ["CallContext", "NoClientError"]
+
+
+class NoClientError(MCPError):
+    """Raised when a request needs a downstream client that cannot answer it."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(INVALID_REQUEST, f"{what} is not available: no downstream client can answer")
+
+
+@dataclass
+class CallContext:
+    """What one tool call knows about the downstream request that caused it."""
+
+    tool_name: str = ""
+    request_id: str | int | None = None
+    progress_token: str | int | None = None
+    client_capabilities: ClientCapabilities | None = None
+    client_name: str | None = None
+    #: The downstream session object, for code that must key state by session.
+    session: Any = None
+    #: The Hub, for builtin tools that report on it (``hub_status``).
+    hub: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # -- capabilities --------------------------------------------------------------
+    @property
+    def can_sample(self) -> bool:
+        caps = self.client_capabilities
+        return caps is not None and caps.sampling is not None
+
+    @property
+    def can_elicit(self) -> bool:
+        caps = self.client_capabilities
+        return caps is not None and caps.elicitation is not None
+
+    @property
+    def can_list_roots(self) -> bool:
+        caps = self.client_capabilities
+        return caps is not None and caps.roots is not None
+
+    # -- notifications to the downstream client ---------------------------------------
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Forward progress to the client if it asked for it (has a progress token)."""
+        return None
+
+    async def log(self, level: LoggingLevel, data: Any, logger: str | None = None) -> None:
+        """Send a log message to the client, subject to its logging/setLevel."""
+        return None
+
+    # -- requests to the downstream client ----------------------------------------------
+    async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
+        """Relay a sampling request to the client whose call is running."""
+        raise NoClientError("sampling/createMessage")
+
+    async def elicit(self, params: ElicitRequestParams) -> ElicitResult:
+        """Relay an elicitation request to the client whose call is running."""
+        raise NoClientError("elicitation/create")
+
+    async def list_roots(self) -> ListRootsResult:
+        """Relay roots/list to the client whose call is running."""
+        raise NoClientError("roots/list")
