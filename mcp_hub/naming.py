@@ -1,0 +1,45 @@
+"""Exposed-name policy for upstream tools and prompts.
+
+Common MCP clients only accept tool names matching ``^[A-Za-z0-9_-]{1,64}$``, so
+every name the hub exposes is ``prefix + separator + raw`` with other characters
+replaced by ``_`` and, when too long, shortened deterministically: the head of the
+name plus ``_`` and 8 hex digits of the SHA-1 of the full unsanitised name. The
+same input always gives the same output, across runs and machines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+__all__ = ["exposed_name", "exposed_prompt_name", "sanitize_name"]
+
+_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+_HASH_LEN = 8
+
+
+def sanitize_name(name: str) -> str:
+    """Replace every character outside ``[A-Za-z0-9_-]`` with ``_``."""
+    return _INVALID.sub("_", name)
+
+
+def exposed_name(prefix: str, raw: str, separator: str = "_", max_length: int = 64) -> str:
+    """The name a downstream client sees for upstream item ``raw`` of server ``prefix``.
+
+    ``prefix == ""`` exposes the raw name alone. The result is never empty, never
+    longer than ``max_length`` and only uses ``[A-Za-z0-9_-]``.
+    """
+    full = f"{prefix}{separator}{raw}" if prefix else raw
+    name = sanitize_name(full) or "_"
+    if len(name) <= max_length:
+        return name
+    digest = hashlib.sha1(full.encode("utf-8")).hexdigest()[:_HASH_LEN]
+    if max_length <= _HASH_LEN:
+        return digest[:max(max_length, 1)]
+    head = name[: max_length - _HASH_LEN - 1]
+    return f"{head}_{digest}"
+
+
+def exposed_prompt_name(prefix: str, raw: str, separator: str = "_", max_length: int = 64) -> str:
+    """Same policy as :func:`exposed_name`, for prompts."""
+    return exposed_name(prefix, raw, separator, max_length)
