@@ -44,6 +44,7 @@ __all__ = [
     "ToolEntry",
     "ToolRegistry",
     "input_schema_of",
+    "normalize_result",
     "registry",
     "tool_error",
     "tool_result",
@@ -207,7 +208,8 @@ def tool_error(msg: str, **extra: Any) -> CallToolResult:
     )
 
 
-def _normalize_result(value: Any) -> CallToolResult:
+def normalize_result(value: Any) -> CallToolResult:
+    """A handler's return value as a ``CallToolResult`` (str, JSON-able value or result)."""
     if isinstance(value, CallToolResult):
         return value
     if isinstance(value, str):
@@ -656,7 +658,7 @@ class ToolRegistry:
                 )
                 if inspect.isawaitable(value):
                     value = await value
-            return _normalize_result(value)
+            return normalize_result(value)
         except Exception as exc:
             logger.debug("tool %s raised", name, exc_info=True)
             text = _sanitize_tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,152 @@
+"""Toolsets: named groups of tools that profiles expose or hide.
+
+Three kinds:
+
+* static builtin toolsets (:data:`TOOLSETS`), one per family of builtin tools;
+* composite toolsets from config (``tools`` + ``includes``), added with
+  :func:`register_composite`;
+* registry-only toolsets such as ``mcp-<server>``: any toolset name the registry
+  knows resolves to the registry's tools of that toolset.
+
+:func:`resolve_toolset` follows ``includes`` recursively. A toolset reached twice
+(diamond) or through a cycle contributes nothing the second time — never an
+error, never a hang. ``all`` and ``*`` mean every tool.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import TypedDict
+
+from mcp_hub.registry import ToolRegistry
+from mcp_hub.registry import registry as default_registry
+
+__all__ = [
+    "ALL_ALIASES",
+    "TOOLSETS",
+    "ToolsetSpec",
+    "register_composite",
+    "resolve_profile",
+    "resolve_toolset",
+    "unregister_composite",
+]
+
+ALL_ALIASES = frozenset({"all", "*"})
+
+
+class ToolsetSpec(TypedDict):
+    description: str
+    tools: list[str]
+    includes: list[str]
+
+
+#: Builtin toolsets. Composite toolsets from config are added at runtime.
+TOOLSETS: dict[str, ToolsetSpec] = {
+    "hub": {
+        "description": "The hub's own status: upstream servers, rejected tools, tool_search state.",
+        "tools": ["hub_status"],
+        "includes": [],
+    },
+    "clarify": {
+        "description": "Ask the calling client's user a question through MCP elicitation.",
+        "tools": ["clarify"],
+        "includes": [],
+    },
+    "file": {
+        "description": "Read, write and search files under the configured roots.",
+        "tools": ["read_file", "write_file", "search_files"],
+        "includes": [],
+    },
+    "terminal": {
+        "description": "Run shell commands in a configured working directory.",
+        "tools": ["terminal"],
+        "includes": [],
+    },
+}
+
+_BUILTIN_NAMES = frozenset(TOOLSETS)
+_lock = threading.Lock()
+
+
+def register_composite(
+    name: str, tools: Iterable[str], includes: Iterable[str], description: str = ""
+) -> None:
+    """Define (or redefine) a composite toolset, typically from ``servers.toml``.
+
+    Builtin toolsets and the ``all``/``*`` aliases cannot be redefined.
+    """
+    if name in ALL_ALIASES or name in _BUILTIN_NAMES:
+        raise ValueError(f"toolset {name!r} is reserved and cannot be redefined")
+    spec: ToolsetSpec = {
+        "description": description,
+        "tools": list(tools),
+        "includes": list(includes),
+    }
+    with _lock:
+        TOOLSETS[name] = spec
+
+
+def unregister_composite(name: str) -> bool:
+    """Remove a composite toolset (config reload); builtin toolsets stay."""
+    if name in _BUILTIN_NAMES:
+        return False
+    with _lock:
+        return TOOLSETS.pop(name, None) is not None
+
+
+def resolve_toolset(name: str, registry: ToolRegistry | None = None) -> set[str]:
+    """Every tool name in toolset ``name``, following ``includes`` recursively.
+
+    Names come from the static/composite definition and from the registry's tools
+    registered under that toolset (so ``mcp-time`` resolves to the time server's
+    tools). Unknown toolsets resolve to the empty set.
+    """
+    reg = default_registry if registry is None else registry
+    by_toolset = reg.toolsets()
+    with _lock:
+        table = dict(TOOLSETS)
+    if name in ALL_ALIASES:
+        return set(reg.names()) | {t for spec in table.values() for t in spec["tools"]}
+    tools: set[str] = set()
+    visited: set[str] = set()
+    stack = [name]
+    # Iterative depth-first walk: a toolset visited once is never expanded again,
+    # which makes diamonds cheap and cycles terminate.
+    while stack:
+        current = stack.pop()
+        if current in visited:
+            continue
+        visited.add(current)
+        if current in ALL_ALIASES:
+            tools.update(resolve_toolset(current, reg))
+            continue
+        tools.update(by_toolset.get(current, ()))
+        spec = table.get(current)
+        if spec is not None:
+            tools.update(spec["tools"])
+            stack.extend(reversed(spec["includes"]))
+    return tools
+
+
+def resolve_profile(
+    toolsets: list[str], disabled: list[str], registry: ToolRegistry | None = None
+) -> set[str] | None:
+    """The tool names a profile exposes, or None for "everything".
+
+    ``toolsets`` empty or containing ``all``/``*`` with nothing disabled means
+    everything (None), which lets callers skip name filtering entirely. Disabled
+    toolsets are subtracted at the end.
+    """
+    everything = not toolsets or any(t in ALL_ALIASES for t in toolsets)
+    if everything and not disabled:
+        return None
+    if everything:
+        selected = resolve_toolset("all", registry)
+    else:
+        selected = set()
+        for ts in toolsets:
+            selected |= resolve_toolset(ts, registry)
+    for ts in disabled:
+        selected -= resolve_toolset(ts, registry)
+    return selected
