@@ -1,0 +1,7 @@
+"""``python -m mcp_hub`` runs the CLI."""
+
+import sys
+
+from mcp_hub.cli import main
+
+sys.exit(main())

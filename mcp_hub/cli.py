@@ -1,0 +1,338 @@
+"""``mcp-hub``: thin commands over :class:`~mcp_hub.hub.Hub`.
+
+Every command loads the config by the documented search order (``--config``,
+``$MCP_HUB_CONFIG``, ``./servers.toml``, ``~/.config/mcp-hub/servers.toml``).
+Logs go to stderr; stdout carries the stdio transport or the command's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_hub import __version__
+from mcp_hub.config import HubConfig, load_config
+from mcp_hub.errors import ConfigError, HubError
+from mcp_hub.redact import RedactingFilter, add_secrets, redact
+
+__all__ = ["main"]
+
+logger = logging.getLogger("mcp_hub")
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        server = getattr(record, "server", None)
+        if server:
+            data["server"] = server
+        if record.exc_info:
+            data["exc"] = self.formatException(record.exc_info)
+        return json.dumps(data)
+
+
+def setup_logging(level: str, fmt: str = "text") -> None:
+    """Log to stderr (stdout belongs to the stdio transport), secrets redacted."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RedactingFilter())
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    for noisy in ("httpx", "httpx2", "httpcore", "uvicorn.access", "mcp.server.lowlevel.server",
+                  "sse_starlette"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _load(args: argparse.Namespace) -> HubConfig:
+    config = load_config(args.config)
+    add_secrets(config.secret_values)
+    setup_logging(args.log_level or config.hub.log_level, args.log_format or config.hub.log_format)
+    return config
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from mcp_hub.downstream.runners import serve_http, serve_stdio
+
+    config = _load(args)
+    if args.profile and args.profile not in config.profiles:
+        raise ConfigError(f"unknown profile {args.profile!r}; defined: {sorted(config.profiles)}")
+    if args.transport == "stdio":
+        anyio.run(lambda: serve_stdio(config, profile=args.profile))
+        return 0
+    host = args.host or config.hub.http.host
+    port = config.hub.http.port if args.port is None else args.port
+    stateless = args.stateless or config.hub.http.stateless
+    anyio.run(lambda: serve_http(
+        config, host=host, port=port, stateless=stateless,
+        allow_unauthenticated=args.allow_unauthenticated,
+        port_file=Path(args.port_file) if args.port_file else None,
+    ))
+    return 0
+
+
+async def _with_hub(config: HubConfig, fn: Any, *, wait: bool = True) -> Any:
+    from mcp_hub.hub import Hub
+
+    async with Hub(config) as hub:
+        if wait:
+            await hub.wait_ready()
+        return await fn(hub)
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    config = _load(args)
+
+    async def run(hub: Any) -> int:
+        from mcp_hub.tool_search import estimate_tokens
+
+        entries = hub.registry.snapshot()
+        rows = []
+        for name in sorted(entries):
+            e = entries[name]
+            server = e.toolset[4:] if e.toolset.startswith("mcp-") else ""
+            rows.append({"name": name, "server": server, "toolset": e.toolset,
+                         "origin": e.origin, "available": hub.registry.is_available(e),
+                         "description": (e.description or "").strip().splitlines()[0][:100]
+                         if e.description else ""})
+        rejected = [{"name": r.name, "toolset": r.toolset, "held_by": r.holder_toolset,
+                     "reason": r.reason} for r in hub.registry.rejections]
+        tokens = None
+        if args.tokens:
+            full = hub.registry.get_definitions()
+            visible = [t.model_dump(by_alias=True, mode="json", exclude_none=True)
+                       for t in hub.list_tools(args.profile)]
+            state = hub.tool_search_state(args.profile)
+            bridged = hub.bridge.definitions_when_active(full) if hasattr(
+                hub.bridge, "definitions_when_active") else visible
+            tokens = {"all_tools": estimate_tokens(full), "as_listed": estimate_tokens(visible),
+                      "with_bridging": estimate_tokens(bridged), "tool_search": state}
+        if args.json:
+            out: dict[str, Any] = {"tools": rows, "rejected": rejected}
+            if tokens is not None:
+                out["tokens"] = tokens
+            print(json.dumps(out, indent=2))
+            return 0
+        width = max((len(r["name"]) for r in rows), default=10)
+        print(f"{'TOOL':<{width}}  {'TOOLSET':<20}  DESCRIPTION")
+        for r in rows:
+            mark = "" if r["available"] else " (unavailable)"
+            print(f"{r['name']:<{width}}  {r['toolset']:<20}  {r['description']}{mark}")
+        print(f"\n{len(rows)} tools", file=sys.stdout)
+        for r in rejected:
+            print(f"REJECTED {r['name']} from {r['toolset']}: {r['reason']}")
+        if tokens is not None:
+            print(f"\nestimated definition tokens: all tools {tokens['all_tools']}, "
+                  f"as listed now {tokens['as_listed']}, with bridging {tokens['with_bridging']} "
+                  f"(tool_search {'active' if tokens['tool_search']['active'] else 'inactive'})")
+        return 0
+
+    return int(anyio.run(lambda: _with_hub(config, run)))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    config = _load(args)
+
+    async def run(hub: Any) -> int:
+        statuses = hub.upstreams.statuses()
+        failed = 0
+        header = f"{'SERVER':<20} {'STATE':<13} {'TRANSPORT':<9} {'TOOLS':>5} {'PROMPTS':>7} " \
+                 f"{'RESOURCES':>9} {'CONNECT':>9}  ERROR"
+        print(header)
+        for st in statuses:
+            state = str(getattr(st.state, "value", st.state))
+            if state not in ("ready", "disabled"):
+                failed += 1
+            connect = f"{st.connect_ms:.0f} ms" if st.connect_ms is not None else "-"
+            err = redact(st.last_error or "")
+            print(f"{st.name:<20} {state:<13} {st.transport:<9} {st.tools:>5} {st.prompts:>7} "
+                  f"{st.resources:>9} {connect:>9}  {err}")
+        print(f"\nconfig: {config.source or '(none found: empty config)'}; "
+              f"{len(statuses)} servers, {failed} not ready")
+        return 1 if failed else 0
+
+    return int(anyio.run(lambda: _with_hub(config, run)))
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    config = _load(args)
+    try:
+        arguments = json.loads(args.args) if args.args else {}
+    except json.JSONDecodeError as exc:
+        raise HubError(f"--args: not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise HubError("--args: must be a JSON object")
+
+    async def run(hub: Any) -> int:
+        result = await hub.call_tool(args.name, arguments)
+        print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True),
+                         indent=2))
+        return 1 if result.isError else 0
+
+    return int(anyio.run(lambda: _with_hub(config, run)))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import httpx2
+
+    headers = {}
+    token = args.token or os.environ.get("MCP_HUB_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    url = args.url.rstrip("/")
+    if url.endswith("/mcp"):
+        url = url[: -len("/mcp")]
+    response = httpx2.get(f"{url}/status.json", headers=headers, timeout=10)
+    if response.status_code != 200:
+        print(f"error: {url}/status.json answered HTTP {response.status_code}", file=sys.stderr)
+        return 1
+    status = response.json()
+    if args.json:
+        print(json.dumps(status, indent=2))
+        return 0
+    hub = status["hub"]
+    print(f"{hub['name']} {hub['version']}, up {hub['uptime_seconds']:.0f} s, "
+          f"{status['tools']['total']} tools, {hub['sessions']} sessions")
+    for u in status["upstreams"]:
+        print(f"  {u['name']:<20} {u['state']:<13} {u['transport']:<6} tools={u['tools']:<4} "
+              f"reconnects={u['reconnects']} {u['last_error'] or ''}")
+    ts = status["tool_search"]
+    print(f"tool_search: mode={ts['mode']} active={ts['active']} "
+          f"deferrable_tokens={ts['deferrable_tokens']} threshold={ts['threshold_tokens']}")
+    for r in status["rejected_tools"]:
+        print(f"REJECTED {r['name']} from {r['toolset']}: {r['reason']}")
+    return 0
+
+
+def snippet(client: str, *, config_path: str | None, url: str | None, name: str) -> dict[str, Any]:
+    """The JSON that registers this hub in ``client``'s MCP configuration."""
+    if url:
+        entry: dict[str, Any] = {"url": url}
+        if client == "vscode":
+            entry = {"type": "http", "url": url}
+    else:
+        exe = shutil.which("mcp-hub") or str(Path(sys.argv[0]).resolve())
+        args = ["serve"]
+        if config_path:
+            args += ["--config", str(Path(config_path).resolve())]
+        entry = {"command": exe, "args": args}
+        if client == "vscode":
+            entry = {"type": "stdio", **entry}
+    if client == "vscode":
+        return {"servers": {name: entry}}
+    return {"mcpServers": {name: entry}}
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    config_path = args.config
+    if config_path is None:
+        from mcp_hub.config import find_config
+
+        found = find_config(None)
+        config_path = str(found) if found else None
+    print(json.dumps(snippet(args.client, config_path=config_path, url=args.url,
+                             name=args.name), indent=2))
+    return 0
+
+
+# ---------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-hub",
+        description="One MCP server in front of many: connects to the servers in servers.toml "
+                    "and serves their tools, prompts and resources as one.",
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-hub {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", "-c", help="path to servers.toml (default: search order)")
+    common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    common.add_argument("--log-format", choices=["text", "json"])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("serve", parents=[common], help="serve the hub (stdio by default)")
+    p.add_argument("--transport", "-t", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", help="HTTP bind address (default hub.http.host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="HTTP port (default hub.http.port, 8765; 0 = any)")
+    p.add_argument("--stateless", action="store_true",
+                   help="stateless Streamable HTTP, for scale-out behind a load balancer")
+    p.add_argument("--profile", help="expose only this profile's toolsets")
+    p.add_argument("--allow-unauthenticated", action="store_true",
+                   help="allow a non-loopback bind without auth tokens (dangerous)")
+    p.add_argument("--port-file", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("tools", parents=[common], help="list the merged tools")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--tokens", action="store_true",
+                   help="estimate definition tokens with and without tool_search bridging")
+    p.add_argument("--profile")
+    p.set_defaults(func=cmd_tools)
+
+    p = sub.add_parser("check", parents=[common],
+                       help="validate the config and probe every server")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("call", parents=[common], help="call one tool through an in-process hub")
+    p.add_argument("name")
+    p.add_argument("--args", default="{}", help="JSON object of arguments")
+    p.set_defaults(func=cmd_call)
+
+    p = sub.add_parser("status", parents=[common], help="show the status of a running HTTP hub")
+    p.add_argument("--url", required=True, help="the hub's base URL or its /mcp URL")
+    p.add_argument("--token", help="bearer token (default $MCP_HUB_TOKEN)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("config", parents=[common], help="client configuration helpers")
+    csub = p.add_subparsers(dest="config_command", required=True, metavar="ACTION")
+    s = csub.add_parser("snippet", parents=[common],
+                        help="print the JSON that registers this hub in a client")
+    s.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])
+    s.add_argument("--url", help="point the client at a running HTTP hub instead of stdio")
+    s.add_argument("--name", default="mcp-hub", help="the server name in the client's config")
+    s.set_defaults(func=cmd_config)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``mcp-hub`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"mcp-hub: config error: {redact(str(exc))}", file=sys.stderr)
+        return 2
+    except HubError as exc:
+        print(f"mcp-hub: {redact(str(exc))}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"mcp-hub: {redact(str(exc))}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

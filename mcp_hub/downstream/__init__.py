@@ -1,0 +1,1 @@
+"""The hub's server side: the MCP server over the merged registry and its transports."""

@@ -1,0 +1,100 @@
+"""Run a Hub over stdio or HTTP until told to stop.
+
+Both runners own the Hub's lifetime: they enter it, serve, and on SIGINT or
+SIGTERM stop accepting, let in-flight calls finish (bounded), then close every
+upstream so no child process outlives the hub.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import anyio
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from mcp_hub import runtime
+from mcp_hub.config import HubConfig
+from mcp_hub.downstream.http import build_app, describe_endpoints
+from mcp_hub.downstream.server import build_server
+from mcp_hub.errors import ConfigError
+from mcp_hub.hub import Hub
+
+__all__ = ["serve_http", "serve_stdio"]
+
+logger = logging.getLogger(__name__)
+
+GRACEFUL_SECONDS = 10
+
+
+async def _cancel_on_signals(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            logger.info("received %s: shutting down", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
+    """Serve the hub on this process's stdin/stdout (Claude Desktop, IDEs)."""
+    runtime.set_listener(runtime.Listener("stdio"))
+    async with Hub(config) as hub:
+        server = build_server(hub, profile)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cancel_on_signals, tg.cancel_scope)
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+def check_bind(host: str, tokens: list[str], allow_unauthenticated: bool) -> None:
+    """Refuse a non-loopback bind without auth unless explicitly allowed."""
+    if runtime.is_loopback(host) or tokens or allow_unauthenticated:
+        return
+    raise ConfigError(
+        f"refusing to listen on {host} without authentication: set hub.http.auth_tokens "
+        "(e.g. auth_tokens = [\"${MCP_HUB_TOKEN}\"]) or pass --allow-unauthenticated"
+    )
+
+
+async def serve_http(
+    config: HubConfig,
+    *,
+    host: str,
+    port: int,
+    stateless: bool = False,
+    allow_unauthenticated: bool = False,
+    port_file: Path | None = None,
+) -> None:
+    """Serve Streamable HTTP, SSE, health, metrics and the status page with uvicorn."""
+    http = config.hub.http
+    check_bind(host, http.auth_tokens, allow_unauthenticated)
+    runtime.set_listener(runtime.Listener("http", host, bool(http.auth_tokens)))
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.setblocking(False)
+    actual_port = sock.getsockname()[1]
+    async with Hub(config) as hub:
+        app = build_app(hub, host=host, http=http, stateless=stateless)
+        uv_config = uvicorn.Config(
+            app, log_config=None, access_log=False, lifespan="on",
+            timeout_graceful_shutdown=GRACEFUL_SECONDS, server_header=False,
+            limit_concurrency=None,
+        )
+        server = uvicorn.Server(uv_config)
+        endpoints = describe_endpoints(host, actual_port, list(config.profiles))
+        print(
+            f"mcp-hub listening on {endpoints['streamable_http']} "
+            f"(SSE: {endpoints['sse']}, status: {endpoints['status']})",
+            file=sys.stderr, flush=True,
+        )
+        if port_file is not None:
+            port_file.write_text(str(actual_port))
+        await server.serve(sockets=[sock])

@@ -1,0 +1,167 @@
+"""The MCP server over the Hub: every request handler of the low-level SDK Server.
+
+One :class:`HubServer` serves one profile (``None`` = everything). All
+transports share it: stdio, Streamable HTTP (stateful or stateless) and legacy
+SSE. Handlers do as little as possible on the hot path — tools/call builds a
+:class:`SessionCallContext` and hands over to :meth:`Hub.call_tool`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp import types
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import ListenHandler
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
+from mcp_hub.hub import Hub
+
+__all__ = ["HubServer", "build_server"]
+
+logger = logging.getLogger(__name__)
+
+Ctx = ServerRequestContext[Any, Any]
+
+_INSTRUCTIONS = (
+    "This server is an MCP hub: it serves the tools, prompts and resources of several "
+    "MCP servers under one endpoint. Tool names are prefixed with their server's name."
+)
+
+
+class HubServer(Server[Any]):
+    """A low-level Server that advertises ``listChanged`` honestly on every transport.
+
+    The Streamable HTTP session manager calls ``create_initialization_options()``
+    with no arguments; the default here turns on every list_changed flag because
+    the hub really forwards those changes.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        if notification_options is None:
+            notification_options = NotificationOptions(
+                prompts_changed=True, resources_changed=True, tools_changed=True
+            )
+        return super().create_initialization_options(
+            notification_options, experimental_capabilities, extensions
+        )
+
+
+def _track(hub: Hub, ctx: Ctx) -> Any:
+    conn = connection_of(ctx)
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and hasattr(conn, "exit_stack"):
+        hub.sessions.add(conn)
+    return conn
+
+
+def build_server(hub: Hub, profile: str | None = None) -> HubServer:
+    """Build the MCP server that exposes ``hub`` (restricted to ``profile`` if given)."""
+    if profile is not None and profile not in hub.config.profiles:
+        raise KeyError(f"unknown profile {profile!r}")
+
+    async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        _track(hub, ctx)
+        return types.ListToolsResult(tools=hub.list_tools(profile))
+
+    async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        _track(hub, ctx)
+        call = SessionCallContext(ctx, params.name, hub)
+        return await hub.call_tool(params.name, params.arguments, call, profile=profile)
+
+    async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        _track(hub, ctx)
+        return types.ListPromptsResult(prompts=hub.upstreams.list_prompts())
+
+    async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        call = SessionCallContext(ctx, params.name, hub)
+        return await hub.upstreams.get_prompt(params.name, params.arguments, call)
+
+    async def list_resources(
+        ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        _track(hub, ctx)
+        return types.ListResourcesResult(resources=hub.upstreams.list_resources())
+
+    async def list_templates(
+        ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=hub.upstreams.list_resource_templates()
+        )
+
+    async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        call = SessionCallContext(ctx, str(params.uri), hub)
+        return await hub.upstreams.read_resource(str(params.uri), call)
+
+    async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        conn = _track(hub, ctx)
+        uri = str(params.uri)
+        subs = hub.resource_subscribers.setdefault(uri, [])
+        if conn not in subs:
+            subs.append(conn)
+        await hub.upstreams.subscribe_resource(uri)
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        conn = connection_of(ctx)
+        uri = str(params.uri)
+        subs = hub.resource_subscribers.get(uri, [])
+        if conn in subs:
+            subs.remove(conn)
+        if not subs:
+            hub.resource_subscribers.pop(uri, None)
+            await hub.upstreams.unsubscribe_resource(uri)
+        return types.EmptyResult()
+
+    async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        completion = await hub.upstreams.complete(params.ref, params.argument, params.context)
+        return types.CompleteResult(completion=completion)
+
+    async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        conn = _track(hub, ctx)
+        state = getattr(conn, "state", None)
+        if isinstance(state, dict):
+            state["mcp_hub.log_level"] = params.level
+        # Upstreams log at the most verbose level any connected client asked for.
+        levels = [params.level]
+        for other in hub.sessions.connections():
+            lvl = other.state.get("mcp_hub.log_level")
+            if lvl:
+                levels.append(lvl)
+        await hub.upstreams.set_logging_level(min(levels, key=lambda lv: LOG_LEVELS.get(lv, 0)))
+        return types.EmptyResult()
+
+    async def initialized(ctx: Ctx, params: types.NotificationParams) -> None:
+        _track(hub, ctx)
+
+    server = HubServer(
+        hub.config.hub.name if profile is None else f"{hub.config.hub.name}/{profile}",
+        version=hub.version,
+        instructions=_INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_completion=complete,
+        on_subscriptions_listen=ListenHandler(hub.sessions.bus),
+    )
+    # Registered directly: the constructor keyword warns that logging is deprecated
+    # in the 2026-07-28 era, but handshake-era clients still use it.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.add_notification_handler(
+        "notifications/initialized", types.NotificationParams, initialized
+    )
+    return server

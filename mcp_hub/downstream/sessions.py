@@ -1,0 +1,150 @@
+"""Live downstream sessions and the debounced change notifications sent to them.
+
+The SDK keeps no public list of connected clients, so the server records each
+handshake-era connection when its ``notifications/initialized`` arrives (and
+on any later request, which covers clients that reconnect mid-stream). The set
+is weak: a connection the transport has dropped is garbage and disappears by
+itself; a per-connection exit-stack callback forgets it eagerly too.
+
+Changes are coalesced: a burst of registry mutations (an upstream refresh, a
+reconnect, 100 list_changed in a second) becomes one notification per kind per
+``debounce`` window, sent to every live handshake session and published on the
+``subscriptions/listen`` bus for 2026-07-28 clients.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+from mcp.server.connection import Connection
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+
+__all__ = ["ChangeKind", "SessionTracker"]
+
+logger = logging.getLogger(__name__)
+
+ChangeKind = Literal["tools", "prompts", "resources"]
+_KINDS: tuple[ChangeKind, ...] = ("tools", "prompts", "resources")
+
+
+class SessionTracker:
+    """Tracks live downstream connections and broadcasts list changes to them."""
+
+    def __init__(self, *, debounce: float = 0.05) -> None:
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.bus = InMemorySubscriptionBus()
+        self._debounce = debounce
+        self._pending: set[ChangeKind] = set()
+        self._wake: anyio.Event | None = None
+        self._token: Any = None
+        self._loop_thread = 0
+        #: Counters exposed as metrics: notifications sent per kind.
+        self.sent: dict[str, int] = dict.fromkeys(_KINDS, 0)
+        self.listeners: list[Callable[[ChangeKind], None]] = []
+
+    # -- sessions -------------------------------------------------------------------------
+    def add(self, connection: Connection) -> None:
+        """Remember a live connection (idempotent)."""
+        if connection in self._connections:
+            return
+        self._connections.add(connection)
+        ref = weakref.ref(connection)
+
+        async def _forget() -> None:
+            conn = ref()
+            if conn is not None:
+                self._connections.discard(conn)
+
+        try:
+            connection.exit_stack.push_async_callback(_forget)
+        except Exception:  # an exit stack already unwound: the weak set still cleans up
+            logger.debug("could not register connection cleanup", exc_info=True)
+
+    def discard(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+
+    @property
+    def count(self) -> int:
+        return len(self._connections)
+
+    def connections(self) -> list[Connection]:
+        return list(self._connections)
+
+    # -- change notifications ----------------------------------------------------------------
+    def changed(self, kind: ChangeKind) -> None:
+        """Schedule a ``list_changed`` of ``kind``; cheap and callable from any thread."""
+        token = self._token
+        if token is None or threading.get_ident() == self._loop_thread:
+            self._mark(kind)
+            return
+        try:
+            anyio.from_thread.run_sync(self._mark, kind, token=token)
+        except RuntimeError:  # the loop is gone: nothing left to notify
+            self._pending.add(kind)
+
+    def _mark(self, kind: ChangeKind) -> None:
+        self._pending.add(kind)
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The broadcaster loop; run it in the hub's task group."""
+        self._token = anyio.lowlevel.current_token()
+        self._loop_thread = threading.get_ident()
+        self._wake = anyio.Event()
+        if self._pending:
+            self._wake.set()
+        task_status.started()
+        while True:
+            await self._wake.wait()
+            # Coalesce the burst: everything that arrives within the window goes out once.
+            await anyio.sleep(self._debounce)
+            self._wake = anyio.Event()
+            kinds, self._pending = self._pending, set()
+            for kind in _KINDS:
+                if kind in kinds:
+                    await self._broadcast(kind)
+
+    async def _broadcast(self, kind: ChangeKind) -> None:
+        self.sent[kind] += 1
+        for listener in list(self.listeners):
+            try:
+                listener(kind)
+            except Exception:
+                logger.exception("list_changed listener failed")
+        event = {"tools": ToolsListChanged, "prompts": PromptsListChanged,
+                 "resources": ResourcesListChanged}[kind]()
+        await self.bus.publish(event)
+        for conn in list(self._connections):
+            try:
+                if kind == "tools":
+                    await conn.send_tool_list_changed()
+                elif kind == "prompts":
+                    await conn.send_prompt_list_changed()
+                else:
+                    await conn.send_resource_list_changed()
+            except Exception:
+                logger.debug("dropping a connection that failed a notification", exc_info=True)
+                self._connections.discard(conn)
+
+    async def resource_updated(self, uri: str, subscribers: list[Connection]) -> None:
+        """Tell subscribed connections (and listen streams) that ``uri`` changed."""
+        await self.bus.publish(ResourceUpdated(uri=uri))
+        for conn in subscribers:
+            try:
+                await conn.send_resource_updated(uri)
+            except Exception:
+                logger.debug("resource update to a dead connection dropped", exc_info=True)

@@ -1,0 +1,316 @@
+"""The Hub: owns the registry, the upstream connections and everything served.
+
+``async with Hub(config) as hub:`` loads the builtin tools and plugins, starts
+one supervised task per upstream server, and the change broadcaster. The
+serving side (:mod:`mcp_hub.downstream`) only talks to the Hub: it lists what a
+profile exposes and runs calls through the pipeline. Builtin tools reach it
+through ``call.hub``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import time
+from collections import OrderedDict
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.abc
+from mcp import types
+
+from mcp_hub import __version__, runtime
+from mcp_hub.config import HubConfig
+from mcp_hub.context import CallContext
+from mcp_hub.discovery import discover_builtin_tools
+from mcp_hub.downstream.sessions import ChangeKind, SessionTracker
+from mcp_hub.errors import UnknownToolError
+from mcp_hub.metrics import Metrics
+from mcp_hub.pipeline import handle_function_call
+from mcp_hub.plugins import HookManager, PluginContext, load_plugins
+from mcp_hub.redact import add_secrets, redact
+from mcp_hub.registry import ToolRegistry
+from mcp_hub.registry import registry as global_registry
+from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
+from mcp_hub.toolsets import register_composite, resolve_profile
+from mcp_hub.upstream import UpstreamManager
+
+__all__ = ["Hub"]
+
+logger = logging.getLogger(__name__)
+
+_TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations",
+                "_meta", "icons")
+
+
+def _server_of_toolset(toolset: str) -> str:
+    return toolset[4:] if toolset.startswith("mcp-") else toolset
+
+
+class Hub:
+    """One MCP hub: registry + upstreams + change notifications, as a context manager."""
+
+    def __init__(
+        self,
+        config: HubConfig,
+        *,
+        registry: ToolRegistry | None = None,
+        load_builtins: bool = True,
+        builtins_dir: Path | None = None,
+        load_plugin_modules: bool = True,
+    ) -> None:
+        self.config = config
+        self.registry = registry if registry is not None else ToolRegistry()
+        self.registry.allow_tool_override = config.hub.allow_tool_override
+        self.hooks = HookManager()
+        self.sessions = SessionTracker()
+        self.metrics = Metrics()
+        self.version = __version__
+        self.started_at = time.time()
+        self.plugins: list[str] = []
+        self.upstreams = UpstreamManager(
+            config, self.registry,
+            on_change=self._on_upstream_change,
+            on_resource_updated=self._on_resource_updated,
+            on_log=self._on_upstream_log,
+        )
+        self.bridge = ToolSearchBridge(config.tool_search, self._deferred_catalog)
+        self._load_builtins = load_builtins
+        self._builtins_dir = builtins_dir
+        self._load_plugins = load_plugin_modules
+        self._stack: AsyncExitStack | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
+        self._bridge_active: dict[str | None, bool] = {}
+        #: Resource subscriptions: uri -> connections that asked for it.
+        self.resource_subscribers: dict[str, list[Any]] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> Self:
+        runtime.set_config(self.config)
+        add_secrets(self.config.secret_values)
+        if self._load_builtins:
+            self._install_builtins()
+        for name, ts in self.config.toolsets.items():
+            register_composite(name, ts.tools, ts.includes, ts.description)
+        if self._load_plugins:
+            self._install_plugins()
+        self.registry.add_listener(self._on_registry_change)
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            self._tg = tg
+            await tg.start(self.sessions.run)
+            await stack.enter_async_context(self.upstreams)
+            stack.callback(tg.cancel_scope.cancel)
+        except BaseException:
+            await stack.__aexit__(None, None, None)
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        self.registry.remove_listener(self._on_registry_change)
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            with anyio.CancelScope(shield=True):
+                await stack.__aexit__(exc_type, exc, tb)
+        return None
+
+    def _install_builtins(self) -> None:
+        discover_builtin_tools(self._builtins_dir)
+        entries = [e for e in global_registry.snapshot().values() if e.origin == "builtin"]
+        self.registry.register_many(entries)
+
+    def _install_plugins(self) -> None:
+        settings = self.config.plugins
+
+        def factory() -> PluginContext:
+            return PluginContext(self.registry, self.hooks, dict(settings.settings))
+
+        dirs = [Path(d).expanduser() for d in settings.dirs]
+        group = "mcp_hub.plugins" if settings.entry_points else ""
+        self.plugins = load_plugins(factory, dirs, entry_point_group=group)
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        """Wait until every upstream finished its first connect (or the startup timeout)."""
+        limit = self.config.hub.startup_timeout if timeout is None else timeout
+        await self.upstreams.wait_ready(limit)
+
+    # ------------------------------------------------------------------ changes
+    def _on_registry_change(self, generation: int) -> None:
+        self._tools_cache.clear()
+        self.sessions.changed("tools")
+
+    def _on_upstream_change(self, kind: ChangeKind) -> None:
+        if kind != "tools":  # tools arrive through the registry listener
+            self.sessions.changed(kind)
+
+    async def _on_resource_updated(self, uri: str) -> None:
+        await self.sessions.resource_updated(uri, list(self.resource_subscribers.get(uri, ())))
+
+    async def _on_upstream_log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        # An upstream log outside any call: hand it to every live handshake session
+        # whose level admits it.
+        from mcp_hub.downstream.call_context import LOG_LEVELS
+
+        for conn in self.sessions.connections():
+            threshold = conn.state.get("mcp_hub.log_level")
+            if threshold is None or LOG_LEVELS.get(params.level, 0) < LOG_LEVELS.get(threshold, 0):
+                continue
+            try:
+                await conn.notify(
+                    "notifications/message",
+                    params.model_dump(by_alias=True, mode="json", exclude_none=True),
+                )
+            except Exception:
+                logger.debug("log relay to a closed session dropped", exc_info=True)
+
+    # ------------------------------------------------------------------ tools
+    def _profile_names(self, profile: str | None) -> set[str] | None:
+        if profile is None:
+            return None
+        prof = self.config.profiles.get(profile)
+        if prof is None:
+            raise KeyError(profile)
+        return resolve_profile(prof.toolsets, prof.disabled_toolsets, self.registry)
+
+    def _definitions(self, profile: str | None) -> list[dict[str, Any]]:
+        names = self._profile_names(profile)
+        return self.registry.get_definitions(names, cache_key=(profile, self.config.fingerprint()))
+
+    def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
+        snap = self.registry.snapshot()
+        origins = {name: e.origin for name, e in snap.items()}
+        servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
+        return origins, servers
+
+    def _deferred_catalog(self) -> tuple[list[dict[str, Any]], dict[str, str], int]:
+        """What ``tool_search`` searches: every deferrable tool the registry holds now."""
+        defs = self.registry.get_definitions(None, cache_key=("catalog",))
+        origins, servers = self._origins_and_servers()
+        plan = plan_exposure(defs, origins, servers, self.config.tool_search)
+        return plan.deferred or [d for d in defs if origins.get(d["name"]) != "builtin"], \
+            servers, self.registry.generation
+
+    def list_tools(self, profile: str | None = None) -> list[types.Tool]:
+        """The tools/list answer for ``profile`` (None = everything), cached per generation."""
+        key = (profile, self.registry.generation)
+        cached = self._tools_cache.get(key)
+        if cached is not None:
+            return cached
+        defs = self._definitions(profile)
+        origins, servers = self._origins_and_servers()
+        plan = plan_exposure(defs, origins, servers, self.config.tool_search)
+        previous = self._bridge_active.get(profile)
+        self._bridge_active[profile] = plan.active
+        if previous is not None and previous != plan.active:
+            logger.info("tool_search %s for profile %s (%d deferrable tokens, threshold %d)",
+                        "activated" if plan.active else "deactivated", profile or "default",
+                        plan.deferrable_tokens, plan.threshold_tokens)
+        tools = [types.Tool.model_validate({k: d[k] for k in _TOOL_FIELDS if k in d})
+                 for d in plan.visible]
+        self._tools_cache[key] = tools
+        while len(self._tools_cache) > 16:
+            self._tools_cache.popitem(last=False)
+        return tools
+
+    def tool_search_state(self, profile: str | None = None) -> dict[str, Any]:
+        defs = self._definitions(profile)
+        origins, servers = self._origins_and_servers()
+        plan = plan_exposure(defs, origins, servers, self.config.tool_search)
+        return {
+            "mode": self.config.tool_search.mode,
+            "active": plan.active,
+            "deferrable_tokens": plan.deferrable_tokens,
+            "threshold_tokens": plan.threshold_tokens,
+            "deferred_tools": len(plan.deferred),
+        }
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, call: CallContext | None = None,
+        *, profile: str | None = None,
+    ) -> types.CallToolResult:
+        """Run one tool call through the whole pipeline; record metrics."""
+        call = call if call is not None else CallContext(tool_name=name, hub=self)
+        if call.hub is None:
+            call.hub = self
+        if profile is not None and not self.bridge.handles(name):
+            names = self._profile_names(profile)
+            if names is not None and name not in names:
+                raise UnknownToolError(name)
+        started = time.perf_counter()
+        status = "error"
+        try:
+            result = await handle_function_call(
+                name, arguments or {}, registry=self.registry, hooks=self.hooks,
+                bridge=self.bridge, max_result_size_chars=self.config.hub.max_result_size_chars,
+                call=call,
+            )
+            status = "error" if result.isError else "ok"
+            return result
+        except UnknownToolError:
+            status = "unknown"
+            raise
+        finally:
+            entry = self.registry.get_entry(name)
+            server = _server_of_toolset(entry.toolset) if entry else "hub"
+            self.metrics.observe_call(name, server, status, time.perf_counter() - started,
+                                      time.time())
+
+    # ------------------------------------------------------------------ status
+    def status(self) -> dict[str, Any]:
+        """Everything ``hub_status`` and the status page show, secrets redacted."""
+        ups = []
+        for st in self.upstreams.statuses():
+            ups.append({
+                "name": st.name,
+                "state": str(getattr(st.state, "value", st.state)),
+                "transport": st.transport,
+                "tools": st.tools,
+                "prompts": st.prompts,
+                "resources": st.resources,
+                "last_error": redact(st.last_error) if st.last_error else None,
+                "reconnects": st.reconnects,
+                "since": st.state_since,
+                "connect_ms": st.connect_ms,
+            })
+        rejected = [
+            {"name": r.name, "toolset": r.toolset, "held_by": r.holder_toolset, "reason": r.reason}
+            for r in self.registry.rejections
+        ]
+        toolsets: dict[str, int] = {}
+        for e in self.registry.snapshot().values():
+            toolsets[e.toolset] = toolsets.get(e.toolset, 0) + 1
+        extra: dict[str, Any] = {}
+        pin_report = getattr(self.upstreams, "pin_report", None)
+        if callable(pin_report):
+            extra["pins"] = pin_report()
+        return {
+            "hub": {"name": self.config.hub.name, "version": self.version,
+                    "uptime_seconds": round(time.time() - self.started_at, 1),
+                    "config": str(self.config.source) if self.config.source else None,
+                    "sessions": self.sessions.count, "plugins": self.plugins},
+            "upstreams": ups,
+            "tools": {"total": len(self.registry), "by_toolset": dict(sorted(toolsets.items()))},
+            "rejected_tools": rejected,
+            "tool_search": self.tool_search_state(),
+            "recent_calls": [
+                {"tool": c.tool, "server": c.server, "status": c.status,
+                 "duration_ms": round(c.duration_ms, 2), "time": c.time}
+                for c in list(self.metrics.recent)[-20:]
+            ],
+            **extra,
+        }
+
+    def matches_always_visible(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, g) for g in self.config.tool_search.always_visible)

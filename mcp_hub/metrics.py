@@ -1,0 +1,106 @@
+"""Prometheus metrics of the hub, written in the text exposition format.
+
+Kept dependency-free: a handful of counters and one histogram need no client
+library. Label values are tool and server names (never arguments or results),
+and every rendered line passes through :func:`mcp_hub.redact.redact`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_hub.redact import redact
+
+__all__ = ["CallRecord", "Metrics"]
+
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+           60.0, 120.0)
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One finished tool call, for the status page's recent-calls list."""
+
+    tool: str
+    server: str
+    status: str
+    duration_ms: float
+    time: float
+
+
+def _esc(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+class Metrics:
+    """Counters and a latency histogram of tool calls, plus upstream gauges."""
+
+    def __init__(self, recent: int = 50) -> None:
+        self._lock = threading.Lock()
+        self.calls: dict[tuple[str, str, str], int] = defaultdict(int)
+        self._hist: dict[str, list[int]] = {}
+        self._hist_sum: dict[str, float] = defaultdict(float)
+        self._hist_count: dict[str, int] = defaultdict(int)
+        self.recent: deque[CallRecord] = deque(maxlen=recent)
+        self.upstream_reconnects: dict[str, int] = {}
+
+    def observe_call(self, tool: str, server: str, status: str, seconds: float, now: float) -> None:
+        with self._lock:
+            self.calls[(tool, server, status)] += 1
+            buckets = self._hist.get(server)
+            if buckets is None:
+                buckets = self._hist[server] = [0] * (len(BUCKETS) + 1)
+            buckets[bisect.bisect_left(BUCKETS, seconds)] += 1
+            self._hist_sum[server] += seconds
+            self._hist_count[server] += 1
+            self.recent.append(CallRecord(tool, server, status, seconds * 1000.0, now))
+
+    def render(self, *, upstreams: list[Any], list_changed: dict[str, int], sessions: int) -> str:
+        """The ``/metrics`` body. ``upstreams`` are :class:`UpstreamStatus`-like objects."""
+        out: list[str] = []
+        with self._lock:
+            out.append("# HELP mcp_hub_tool_calls_total Tool calls by tool, server and status.")
+            out.append("# TYPE mcp_hub_tool_calls_total counter")
+            for (tool, server, status), n in sorted(self.calls.items()):
+                out.append(
+                    f'mcp_hub_tool_calls_total{{tool="{_esc(tool)}",server="{_esc(server)}",'
+                    f'status="{_esc(status)}"}} {n}'
+                )
+            out.append("# HELP mcp_hub_tool_call_seconds Tool call latency by server.")
+            out.append("# TYPE mcp_hub_tool_call_seconds histogram")
+            for server, buckets in sorted(self._hist.items()):
+                cumulative = 0
+                label = f'server="{_esc(server)}"'
+                for bound, n in zip((*BUCKETS, float("inf")), buckets, strict=True):
+                    cumulative += n
+                    le = "+Inf" if bound == float("inf") else repr(bound)
+                    out.append(f'mcp_hub_tool_call_seconds_bucket{{{label},le="{le}"}} {cumulative}')
+                out.append(f"mcp_hub_tool_call_seconds_sum{{{label}}} {self._hist_sum[server]:.6f}")
+                out.append(f"mcp_hub_tool_call_seconds_count{{{label}}} {self._hist_count[server]}")
+        out.append("# HELP mcp_hub_upstream_up 1 when the upstream is ready.")
+        out.append("# TYPE mcp_hub_upstream_up gauge")
+        out.append("# HELP mcp_hub_upstream_state Current state of each upstream (1 for the state).")
+        out.append("# TYPE mcp_hub_upstream_state gauge")
+        out.append("# HELP mcp_hub_upstream_tools Tools registered from each upstream.")
+        out.append("# TYPE mcp_hub_upstream_tools gauge")
+        out.append("# HELP mcp_hub_upstream_reconnects_total Reconnects of each upstream.")
+        out.append("# TYPE mcp_hub_upstream_reconnects_total counter")
+        for st in upstreams:
+            name = _esc(st.name)
+            state = str(getattr(st.state, "value", st.state))
+            out.append(f'mcp_hub_upstream_up{{server="{name}"}} {1 if state == "ready" else 0}')
+            out.append(f'mcp_hub_upstream_state{{server="{name}",state="{_esc(state)}"}} 1')
+            out.append(f'mcp_hub_upstream_tools{{server="{name}"}} {st.tools}')
+            out.append(f'mcp_hub_upstream_reconnects_total{{server="{name}"}} {st.reconnects}')
+        out.append("# HELP mcp_hub_list_changed_total list_changed notifications sent downstream.")
+        out.append("# TYPE mcp_hub_list_changed_total counter")
+        for kind, n in sorted(list_changed.items()):
+            out.append(f'mcp_hub_list_changed_total{{kind="{kind}"}} {n}')
+        out.append("# HELP mcp_hub_sessions Live downstream sessions (handshake era).")
+        out.append("# TYPE mcp_hub_sessions gauge")
+        out.append(f"mcp_hub_sessions {sessions}")
+        return redact("\n".join(out)) + "\n"
