@@ -1,0 +1,107 @@
+"""``hub_status``: what the hub is connected to and what it refused.
+
+With a running Hub attached to the call (``call.hub``) the answer is
+``hub.status()``: every upstream with its state, transport, tool/prompt/resource
+counts, last error (secrets redacted), reconnect count and since when; rejected
+or shadowed tools with the reason; the tool_search state; version and uptime.
+Without one (``mcp-hub call``, tests) it reports what the registry alone knows:
+the version, tools by toolset and the rejected registrations.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from typing import Any
+
+from mcp_hub import __version__
+from mcp_hub.context import CallContext
+from mcp_hub.redact import redact
+from mcp_hub.registry import ToolRegistry, registry
+
+__all__ = ["HUB_STATUS_SCHEMA", "hub_status_tool", "registry_status"]
+
+_STARTED = time.time()
+
+
+def registry_status(reg: ToolRegistry) -> dict[str, Any]:
+    """A status built from the registry alone, for when no Hub is attached."""
+    toolsets = reg.toolsets()
+    return {
+        "version": __version__,
+        "hub_attached": False,
+        "pid": os.getpid(),
+        "uptime_seconds": round(time.time() - _STARTED, 3),
+        "upstreams": {},
+        "tool_count": sum(len(names) for names in toolsets.values()),
+        "toolsets": toolsets,
+        "rejected_tools": [
+            {
+                "name": r.name,
+                "toolset": r.toolset,
+                "held_by": r.holder_toolset,
+                "reason": redact(r.reason),
+                "since": r.time,
+            }
+            for r in reg.rejections
+        ],
+    }
+
+
+# ── 1. handler ──────────────────────────────────────────────────────────────────
+
+
+async def hub_status_tool(args: dict[str, Any], *, call: CallContext | None = None,
+                          **_context: Any) -> dict[str, Any]:
+    """The running hub's status, or the registry's when no hub is attached."""
+    hub = call.hub if call is not None else None
+    status_fn = getattr(hub, "status", None)
+    if status_fn is None:
+        return registry_status(registry)
+    status = status_fn()
+    if inspect.isawaitable(status):
+        status = await status
+    return dict(status)
+
+
+# ── 2. check_fn ─────────────────────────────────────────────────────────────────
+
+
+def check_hub_status_requirements() -> bool:
+    """Always available."""
+    return True
+
+
+# ── 3. schema ───────────────────────────────────────────────────────────────────
+
+HUB_STATUS_SCHEMA: dict[str, Any] = {
+    "name": "hub_status",
+    "description": (
+        "Report the state of this MCP hub: each upstream MCP server with its state "
+        "(connecting, ready, reconnecting, parked, disabled), transport, tool/prompt/resource "
+        "counts, last error, reconnect count and since when; tools that were rejected or "
+        "shadowed and why; whether tool search is active; the hub version and uptime. "
+        "Read-only, takes no arguments. Use it when an expected tool is missing or failing."
+    ),
+    "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+    "annotations": {
+        "title": "Hub status",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+}
+
+# ── 4. registration ─────────────────────────────────────────────────────────────
+
+registry.register(
+    name="hub_status",
+    toolset="hub",
+    schema=HUB_STATUS_SCHEMA,
+    handler=hub_status_tool,
+    check_fn=check_hub_status_requirements,
+    is_async=True,
+    emoji="🛰",
+)
