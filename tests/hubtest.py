@@ -1,0 +1,161 @@
+"""Helpers shared by the tests that run a real hub: configs, processes, clients.
+
+Everything here starts real things — the hub as a subprocess (stdio or HTTP on
+an ephemeral loopback port), real upstream servers — and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+NODE_BIN = ROOT / "js" / "node_modules" / ".bin"
+EVERYTHING = NODE_BIN / "mcp-server-everything"
+
+
+def echo_server_toml(name: str = "echo", *, prefix: str | None = None,
+                     env: dict[str, str] | None = None, extra: str = "") -> str:
+    """A ``[servers.NAME]`` block running the echo fixture over stdio."""
+    lines = [
+        f"[servers.{name}]",
+        f"command = {PY!r}".replace("'", '"'),
+        'args = ["-m", "tests.fixtures.echo_server"]',
+        f'cwd = "{ROOT}"',
+    ]
+    if prefix is not None:
+        lines.append(f'prefix = "{prefix}"')
+    if env:
+        inner = ", ".join(f'{k} = "{v}"' for k, v in env.items())
+        lines.append(f"env = {{ {inner} }}")
+    if extra:
+        lines.append(extra)
+    return "\n".join(lines) + "\n"
+
+
+def write_config(tmp: Path, body: str, *, hub: str = "") -> Path:
+    path = tmp / "servers.toml"
+    head = "[hub]\nstartup_timeout = 20\n" + hub + "\n"
+    path.write_text(head + body)
+    return path
+
+
+def hub_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PATH"] = f"{Path(PY).parent}{os.pathsep}{NODE_BIN}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+@asynccontextmanager
+async def stdio_hub(config: Path, *extra_args: str, **session_kwargs: Any
+                    ) -> AsyncIterator[ClientSession]:
+    """The hub as a stdio subprocess, with an initialised SDK client session."""
+    params = StdioServerParameters(
+        command=PY, args=["-m", "mcp_hub", "serve", "--config", str(config), *extra_args],
+        cwd=str(ROOT), env=hub_env(),
+    )
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, **session_kwargs) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+class HttpHub:
+    """A hub process serving HTTP on an ephemeral loopback port."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, stderr_path: Path) -> None:
+        self.proc = proc
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+        self.stderr_path = stderr_path
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base}/mcp"
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+
+@asynccontextmanager
+async def http_hub(config: Path, tmp: Path, *extra_args: str,
+                   timeout: float = 30) -> AsyncIterator[HttpHub]:
+    """Start ``mcp-hub serve --transport http --port 0`` and wait until /readyz is 200."""
+    port_file = tmp / f"port-{os.getpid()}-{id(config)}-{len(extra_args)}"
+    port_file.unlink(missing_ok=True)
+    stderr_path = tmp / f"hub-stderr-{port_file.name}.log"
+    with stderr_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [PY, "-m", "mcp_hub", "serve", "--transport", "http", "--port", "0",
+             "--config", str(config), "--port-file", str(port_file), *extra_args],
+            cwd=str(ROOT), env=hub_env(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=err,
+        )
+    try:
+        with anyio.fail_after(timeout):
+            while not port_file.exists() or not port_file.read_text():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"hub exited early:\n{stderr_path.read_text()}")
+                await anyio.sleep(0.05)
+            port = int(port_file.read_text())
+            hub = HttpHub(proc, port, stderr_path)
+            async with httpx2.AsyncClient() as client:
+                while True:
+                    try:
+                        r = await client.get(f"{hub.base}/readyz")
+                        if r.status_code == 200:
+                            break
+                    except httpx2.TransportError:
+                        pass
+                    await anyio.sleep(0.05)
+        yield hub
+    finally:
+        proc.terminate()
+        try:
+            await anyio.to_thread.run_sync(lambda: proc.wait(15))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@asynccontextmanager
+async def http_session(url: str, *, headers: dict[str, str] | None = None,
+                       **session_kwargs: Any) -> AsyncIterator[ClientSession]:
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, **session_kwargs) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def sse_session(url: str, **session_kwargs: Any) -> AsyncIterator[ClientSession]:
+    async with (
+        sse_client(url) as (read, write),
+        ClientSession(read, write, **session_kwargs) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def dump(result: Any) -> Any:
+    """A result as plain JSON, for comparing hub and direct answers."""
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
