@@ -1,0 +1,1 @@
+"""Runner for the official MCP conformance suite, direct and through the hub."""
