@@ -1,0 +1,430 @@
+"""UpstreamManager: every upstream server of ``servers.toml``, supervised and merged.
+
+The manager owns one task group with one :class:`ServerConnection` task per
+enabled server. Tools go straight into the registry (toolset ``mcp-<server>``);
+prompts, resources and resource templates are merged here:
+
+- prompts are namespaced like tools (``prefix + separator + name``); on a
+  collision the server later in ``servers.toml`` wins, as for tools;
+- resources keep their URIs; a URI offered by two servers belongs to the first
+  in file order and the other server reports it in ``shadowed_resources``;
+- resource templates are listed as they are; a read of a URI no server listed is
+  routed to the first server with a matching template (RFC 6570 match), else to
+  the only server that offers resources at all;
+- completions and subscriptions go to the server that owns the prompt or URI.
+
+Tools follow the same "later in file order wins" rule for ``prefix = ""``
+collisions whatever the order the servers connect in, and a tool shadowed that
+way comes back when the server that held its name goes away.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+from mcp_hub import __version__
+from mcp_hub.config import HubConfig, ServerConfig
+from mcp_hub.context import CallContext
+from mcp_hub.naming import exposed_prompt_name
+from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
+from mcp_hub.upstream.status import UpstreamStatus
+
+__all__ = ["UpstreamManager"]
+
+logger = logging.getLogger("mcp_hub.upstream")
+
+OnChange = Callable[[Literal["tools", "prompts", "resources"]], None]
+OnResourceUpdated = Callable[[str], Awaitable[None]]
+OnLog = Callable[[str, types.LoggingMessageNotificationParams], Awaitable[None]]
+
+
+class _Catalog:
+    """The merged prompts / resources / templates, rebuilt when a server's change."""
+
+    def __init__(self) -> None:
+        self.prompts: list[types.Prompt] = []
+        self.prompt_map: dict[str, tuple[ServerConnection, str]] = {}
+        self.resources: list[types.Resource] = []
+        self.resource_map: dict[str, ServerConnection] = {}
+        self.shadowed: dict[str, list[str]] = {}
+        self.templates: list[types.ResourceTemplate] = []
+        self.template_map: dict[str, ServerConnection] = {}
+        self.template_matchers: list[tuple[UriTemplate, ServerConnection]] = []
+
+
+class UpstreamManager:
+    """Connects to every enabled upstream and keeps its tools, prompts and resources current.
+
+    Use as an async context manager: ``__aenter__`` starts one supervised task
+    per enabled server and returns at once; ``__aexit__`` stops them all (every
+    stdio child is terminated with its process group).
+    """
+
+    def __init__(
+        self,
+        config: HubConfig,
+        registry: Any,
+        *,
+        on_change: OnChange | None = None,
+        on_resource_updated: OnResourceUpdated | None = None,
+        on_log: OnLog | None = None,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.on_change = on_change
+        self.on_resource_updated = on_resource_updated
+        self.on_log = on_log
+        self._log_level: types.LoggingLevel | None = None
+        self._connections: dict[str, ServerConnection] = {}
+        self._order: dict[str, int] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._ready_event = anyio.Event()
+        self._catalog: _Catalog | None = None
+        self._build_connections(config)
+
+    # ── lifecycle ─────────────────────────────────────────────────────────────
+
+    def _hooks(self) -> ConnectionHooks:
+        return ConnectionHooks(
+            changed=self._changed,
+            resource_updated=self._resource_updated,
+            log=self._log,
+            logging_level=lambda: self._log_level,
+            yields_to=self._yields_to,
+            client_name=self.config.hub.name,
+            client_version=__version__,
+        )
+
+    def _build_connections(self, config: HubConfig) -> None:
+        self._order = {name: i for i, name in enumerate(config.servers)}
+        for name, server in config.servers.items():
+            self._connections[name] = ServerConnection(
+                name, server, config.hub, self.registry, self._hooks())
+
+    async def __aenter__(self) -> Self:
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        for conn in self._connections.values():
+            if conn.config.enabled:
+                tg.start_soon(conn.run, name=f"upstream:{conn.name}")
+        tg.start_soon(self._watch_initial, name="upstream:initial")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        tg = self._tg
+        assert tg is not None, "UpstreamManager was not entered"
+        self._tg = None
+        tg.cancel_scope.cancel()
+        return await tg.__aexit__(exc_type, exc, tb)
+
+    async def _watch_initial(self) -> None:
+        for conn in list(self._connections.values()):
+            if conn.config.enabled:
+                await conn.first_done.wait()
+        self._ready_event.set()
+
+    @property
+    def ready_event(self) -> anyio.Event:
+        """Set once every enabled server has finished its first connection attempt."""
+        return self._ready_event
+
+    @property
+    def initial_done(self) -> bool:
+        return self._ready_event.is_set()
+
+    async def wait_ready(self, timeout: float) -> None:  # noqa: ASYNC109 - public contract
+        """Wait until every enabled server finished its first attempt, or ``timeout`` passed."""
+        with anyio.move_on_after(timeout):
+            await self._ready_event.wait()
+
+    # ── hot reload ────────────────────────────────────────────────────────────
+
+    async def apply_config(self, new: HubConfig) -> None:
+        """Adopt ``new``: start added servers, stop removed ones, restart changed ones.
+
+        A server whose settings (and the hub's naming settings) are unchanged keeps
+        its connection untouched.
+        """
+        old = self.config
+        naming_changed = (
+            old.hub.tool_name_separator != new.hub.tool_name_separator
+            or old.hub.max_tool_name_length != new.hub.max_tool_name_length
+        )
+        self.config = new
+        stop: list[ServerConnection] = []
+        start: list[str] = []
+        for name, conn in list(self._connections.items()):
+            server = new.servers.get(name)
+            if server is None or naming_changed or _differs(conn.config, server):
+                stop.append(conn)
+                del self._connections[name]
+                if server is not None:
+                    start.append(name)
+            else:
+                conn.settings = new.hub
+        for name in new.servers:
+            if name not in self._connections and name not in start:
+                start.append(name)
+        for conn in stop:
+            conn.stop()
+        if self._tg is not None:
+            for conn in stop:
+                if conn.config.enabled:
+                    await conn.stopped.wait()
+        self._order = {name: i for i, name in enumerate(new.servers)}
+        conns = {}
+        for name in new.servers:
+            if name in start:
+                conns[name] = ServerConnection(name, new.servers[name], new.hub, self.registry,
+                                               self._hooks())
+            else:
+                conns[name] = self._connections[name]
+        self._connections = conns
+        if self._tg is not None:
+            for name in start:
+                conn = self._connections[name]
+                if conn.config.enabled:
+                    self._tg.start_soon(conn.run, name=f"upstream:{name}")
+        self._catalog = None
+        if stop or start:
+            for kind in ("tools", "prompts", "resources"):
+                self._emit(kind)
+
+    # ── status ────────────────────────────────────────────────────────────────
+
+    def connection(self, name: str) -> ServerConnection | None:
+        """The connection object of server ``name`` (for tests and diagnostics)."""
+        return self._connections.get(name)
+
+    def statuses(self) -> list[UpstreamStatus]:
+        """One status per configured server, in file order."""
+        catalog = self._get_catalog()
+        out = []
+        for conn in self._connections.values():
+            status = conn.status()
+            status.shadowed_resources = list(catalog.shadowed.get(conn.name, ()))
+            out.append(status)
+        return out
+
+    def server_of_tool(self, exposed_name: str) -> str | None:
+        """The server whose tool is exposed as ``exposed_name`` (None for other tools)."""
+        entry = self.registry.get_entry(exposed_name)
+        if entry is None or not entry.toolset.startswith("mcp-"):
+            return None
+        name: str = entry.toolset[4:]
+        return name if name in self._connections else None
+
+    # ── change propagation ────────────────────────────────────────────────────
+
+    def _yields_to(self, server: str, toolset: str) -> bool:
+        """Whether ``server`` must leave a tool name to the holder ``toolset`` (file order)."""
+        holder = toolset[4:] if toolset.startswith("mcp-") else None
+        if holder is None or holder not in self._order:
+            return False
+        return self._order[holder] > self._order.get(server, -1)
+
+    def _changed(self, server: str, kind: Kind) -> None:
+        if kind == "tools":
+            for conn in self._connections.values():
+                if conn.name != server:
+                    conn.reassert_tools()
+        else:
+            self._catalog = None
+        self._emit(kind)
+
+    def _emit(self, kind: Kind) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change(kind)
+            except Exception:
+                logger.exception("on_change callback failed")
+
+    async def _resource_updated(self, uri: str) -> None:
+        if self.on_resource_updated is not None:
+            await self.on_resource_updated(uri)
+
+    async def _log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        if self.on_log is not None:
+            await self.on_log(server, params)
+        else:
+            logger.info("[%s] upstream log %s: %s", server, params.level, params.data)
+
+    # ── merged catalog ────────────────────────────────────────────────────────
+
+    def _get_catalog(self) -> _Catalog:
+        catalog = self._catalog
+        if catalog is None:
+            catalog = self._catalog = self._build_catalog()
+        return catalog
+
+    def _build_catalog(self) -> _Catalog:
+        c = _Catalog()
+        hub = self.config.hub
+        prompt_entries: dict[str, types.Prompt] = {}
+        for conn in self._connections.values():
+            if conn.session is None:
+                continue
+            for prompt in conn.prompts:
+                exposed = exposed_prompt_name(conn.prefix, prompt.name, hub.tool_name_separator,
+                                              hub.max_tool_name_length)
+                # Later in file order wins, as for tools.
+                c.prompt_map[exposed] = (conn, prompt.name)
+                prompt_entries[exposed] = prompt.model_copy(update={"name": exposed})
+            for resource in conn.resources:
+                uri = str(resource.uri)
+                if uri in c.resource_map:
+                    c.shadowed.setdefault(conn.name, []).append(uri)
+                    continue
+                c.resource_map[uri] = conn
+                c.resources.append(resource)
+            for template in conn.templates:
+                if template.uri_template in c.template_map:
+                    continue
+                c.template_map[template.uri_template] = conn
+                c.templates.append(template)
+                try:
+                    c.template_matchers.append((UriTemplate.parse(template.uri_template), conn))
+                except InvalidUriTemplate:
+                    logger.warning("upstream %s: unparseable resource template %r", conn.name,
+                                   template.uri_template)
+        c.prompts = list(prompt_entries.values())
+        return c
+
+    def list_prompts(self) -> list[types.Prompt]:
+        """Every upstream prompt under its exposed (namespaced) name."""
+        return list(self._get_catalog().prompts)
+
+    def list_resources(self) -> list[types.Resource]:
+        """Every upstream resource, URIs unchanged; a duplicate URI lists the first server's."""
+        return list(self._get_catalog().resources)
+
+    def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        return list(self._get_catalog().templates)
+
+    def _resource_owner(self, uri: str) -> ServerConnection:
+        catalog = self._get_catalog()
+        conn = catalog.resource_map.get(uri)
+        if conn is not None:
+            return conn
+        for template, owner in catalog.template_matchers:
+            try:
+                if template.match(uri) is not None:
+                    return owner
+            except ValueError:
+                continue
+        candidates = [c for c in self._connections.values()
+                      if c.session is not None and c.supports("resources")]
+        if len(candidates) == 1:
+            return candidates[0]
+        raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+
+    # ── routed requests ───────────────────────────────────────────────────────
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, call: CallContext | None = None
+    ) -> types.GetPromptResult:
+        """``prompts/get`` of an exposed prompt name, forwarded to its server."""
+        target = self._get_catalog().prompt_map.get(name)
+        if target is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {name}")
+        conn, raw = target
+        return await conn.request(
+            types.GetPromptRequest(params=types.GetPromptRequestParams(name=raw,
+                                                                        arguments=arguments)),
+            types.GetPromptResult, call, what=f"prompts/get {raw!r}")
+
+    async def read_resource(self, uri: str, call: CallContext | None = None
+                            ) -> types.ReadResourceResult:
+        """``resources/read``, routed by URI."""
+        conn = self._resource_owner(uri)
+        return await conn.request(
+            types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri)),
+            types.ReadResourceResult, call, what=f"resources/read {uri!r}")
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Subscribe at the owning server; kept across its reconnects."""
+        conn = self._resource_owner(uri)
+        conn.subscriptions.add(uri)
+        if self._can_subscribe(conn):
+            await conn.request(
+                types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
+                types.EmptyResult, what=f"resources/subscribe {uri!r}")
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        conn = self._resource_owner(uri)
+        conn.subscriptions.discard(uri)
+        if self._can_subscribe(conn):
+            await conn.request(
+                types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
+                types.EmptyResult, what=f"resources/unsubscribe {uri!r}")
+
+    @staticmethod
+    def _can_subscribe(conn: ServerConnection) -> bool:
+        caps = conn.capabilities
+        return bool(caps is not None and caps.resources is not None and caps.resources.subscribe)
+
+    async def complete(
+        self,
+        ref: types.PromptReference | types.ResourceTemplateReference,
+        argument: types.CompletionArgument,
+        context: types.CompletionContext | None = None,
+    ) -> types.Completion:
+        """``completion/complete`` for an upstream prompt or resource template."""
+        catalog = self._get_catalog()
+        if isinstance(ref, types.PromptReference):
+            target = catalog.prompt_map.get(ref.name)
+            if target is None:
+                raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {ref.name}")
+            conn, raw = target
+            upstream_ref: types.PromptReference | types.ResourceTemplateReference = (
+                ref.model_copy(update={"name": raw}))
+        else:
+            owner = catalog.template_map.get(ref.uri)
+            conn = owner if owner is not None else self._resource_owner(ref.uri)
+            upstream_ref = ref
+        if not conn.supports("completions"):
+            return types.Completion(values=[])
+        result = await conn.request(
+            types.CompleteRequest(params=types.CompleteRequestParams(
+                ref=upstream_ref, argument=argument, context=context)),
+            types.CompleteResult, what="completion/complete")
+        return result.completion
+
+    async def set_logging_level(self, level: types.LoggingLevel) -> None:
+        """Forward ``logging/setLevel`` to every ready server that supports logging."""
+        self._log_level = level
+        targets = [c for c in self._connections.values()
+                   if c.session is not None and c.supports("logging")]
+
+        async def one(conn: ServerConnection) -> None:
+            try:
+                await conn.request(
+                    types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                    types.EmptyResult, what="logging/setLevel")
+            except MCPError as exc:
+                logger.warning("upstream %s: logging/setLevel failed: %s", conn.name,
+                               exc.message)
+
+        async with anyio.create_task_group() as tg:
+            for conn in targets:
+                tg.start_soon(one, conn)
+
+
+def _differs(a: ServerConfig, b: ServerConfig) -> bool:
+    return a.model_dump() != b.model_dump()
+

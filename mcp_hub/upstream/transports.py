@@ -1,0 +1,353 @@
+"""Opening one upstream connection: a stdio child, Streamable HTTP or legacy SSE.
+
+:func:`open_transport` yields the ``(read, write)`` stream pair a
+``ClientSession`` runs on. Failures are translated at this boundary into
+:class:`ConnectFailure`, which says whether retrying can help: a command that
+does not exist, 401/403, or an endpoint that is not MCP are *permanent* (the
+supervisor parks the server), everything else is transient (it reconnects).
+
+The stdio transport is the hub's own rather than the SDK's ``stdio_client``
+because the hub needs three things that one does not give: the child's stderr
+read line by line into the hub's log under the server's name (never onto the
+hub's stdout, which may be the downstream stdio transport), a filtered
+environment, and an ``on_eof`` signal the moment the child's stdout closes so a
+``kill -9`` is noticed at once rather than at the next keepalive.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from subprocess import PIPE
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import httpx2
+import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+
+from mcp_hub.config import ServerConfig
+from mcp_hub.redact import redact
+
+__all__ = [
+    "INHERITED_ENV_VARS",
+    "ConnectFailure",
+    "TransportProbe",
+    "child_environment",
+    "open_transport",
+]
+
+logger = logging.getLogger("mcp_hub.upstream")
+stderr_logger = logging.getLogger("mcp_hub.upstream.stderr")
+
+#: Variables a stdio child inherits from the hub; everything else must be set in ``env``.
+INHERITED_ENV_VARS = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+    "TERM", "TMPDIR", "TEMP", "TMP", "TZ", "SYSTEMROOT", "APPDATA", "LOCALAPPDATA",
+    "USERPROFILE", "PATHEXT", "COMSPEC",
+)
+
+# Shutdown of a stdio child: close stdin, wait, then SIGTERM the group, wait, SIGKILL.
+_EXIT_GRACE_SECONDS = 2.0
+_TERM_GRACE_SECONDS = 2.0
+_POLL_SECONDS = 0.01
+_MAX_STDERR_LINE = 2000
+
+
+class ConnectFailure(Exception):
+    """Connecting failed; ``permanent`` says whether retrying without a change can help."""
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.permanent = permanent
+
+
+@dataclass
+class TransportProbe:
+    """What the transport learnt while connecting, for classifying a failure."""
+
+    last_status: int | None = None
+    statuses: list[int] = field(default_factory=list)
+    #: The last lines the child wrote to stderr (why it died, usually).
+    stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=5))
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        self.last_status = response.status_code
+        if response.status_code >= 400:
+            self.statuses.append(response.status_code)
+
+
+def child_environment(config: ServerConfig, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a stdio child: the inherited allow-list plus the configured ``env``."""
+    source = os.environ if base is None else base
+    env = {k: v for k in INHERITED_ENV_VARS if (v := source.get(k)) is not None
+           and not v.startswith("()")}
+    env.update(config.env)
+    return env
+
+
+@asynccontextmanager
+async def open_transport(
+    name: str,
+    config: ServerConfig,
+    *,
+    probe: TransportProbe,
+    on_eof: Callable[[str], None],
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Open the transport of server ``name``; yields the ``(read, write)`` stream pair.
+
+    ``on_eof(reason)`` is called when the connection ends by itself (the child's
+    stdout closed), so the owner can tear the session down without waiting for a
+    failed request.
+    """
+    if config.transport == "stdio":
+        async with _stdio(name, config, probe, on_eof) as streams:
+            yield streams
+        return
+    assert config.url is not None
+    async with AsyncExitStack() as stack:
+        timeout = httpx2.Timeout(config.connect_timeout, read=max(config.max_call_seconds, 300.0))
+        hooks: dict[str, list[Any]] = {"response": [probe.on_response]}
+        if config.transport == "http":
+            client = httpx2.AsyncClient(
+                headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks
+            )
+            await stack.enter_async_context(client)
+            streams = await stack.enter_async_context(
+                streamable_http_client(config.url, http_client=client)
+            )
+        else:
+
+            def factory(
+                headers: dict[str, str] | None = None,
+                timeout: httpx2.Timeout | None = None,
+                auth: httpx2.Auth | None = None,
+            ) -> httpx2.AsyncClient:
+                kwargs: dict[str, Any] = {"event_hooks": hooks}
+                if headers is not None:
+                    kwargs["headers"] = headers
+                if timeout is not None:
+                    kwargs["timeout"] = timeout
+                if auth is not None:
+                    kwargs["auth"] = auth
+                return httpx2.AsyncClient(**kwargs)
+
+            streams = await stack.enter_async_context(
+                sse_client(
+                    config.url,
+                    headers=dict(config.headers) or None,
+                    timeout=config.connect_timeout,
+                    sse_read_timeout=max(config.max_call_seconds, 300.0),
+                    httpx_client_factory=factory,
+                )
+            )
+        yield streams
+
+
+# ── stdio ─────────────────────────────────────────────────────────────────────
+
+
+def _resolve_command(config: ServerConfig) -> str:
+    assert config.command is not None
+    if config.cwd is not None and not os.path.isdir(config.cwd):
+        raise ConnectFailure(f"cwd does not exist: {config.cwd}", permanent=True)
+    command = config.command
+    if os.sep in command or (os.altsep and os.altsep in command):
+        if not os.path.exists(command):
+            raise ConnectFailure(f"command not found: {command}", permanent=True)
+        return command
+    path = child_environment(config).get("PATH")
+    found = shutil.which(command, path=path)
+    if found is None:
+        raise ConnectFailure(
+            f"command not found: {command} (not on PATH of the child)", permanent=True
+        )
+    return found
+
+
+@asynccontextmanager
+async def _stdio(
+    name: str, config: ServerConfig, probe: TransportProbe, on_eof: Callable[[str], None]
+) -> AsyncIterator[tuple[Any, Any]]:
+    command = _resolve_command(config)
+    try:
+        process = await anyio.open_process(
+            [command, *config.args],
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=PIPE,
+            cwd=config.cwd,
+            env=child_environment(config),
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ConnectFailure(f"command not found: {exc.filename or command}",
+                             permanent=True) from None
+    except PermissionError:
+        raise ConnectFailure(f"command is not executable: {command}", permanent=True) from None
+    except OSError as exc:
+        raise ConnectFailure(f"cannot start {command}: {exc.strerror or exc}") from None
+
+    # No await between the spawn and the task group, so a cancellation cannot leak the child.
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_read_stdout, process, read_send, on_eof)
+            tg.start_soon(_write_stdin, process, write_recv, read_send)
+            tg.start_soon(_read_stderr, name, process, probe)
+            try:
+                yield read_recv, write_send
+            finally:
+                with anyio.CancelScope(shield=True):
+                    write_send.close()
+                    read_recv.close()
+                    await _stop_process(process)
+                tg.cancel_scope.cancel()
+    finally:
+        for stream in (read_send, read_recv, write_send, write_recv):
+            stream.close()
+
+
+async def _read_stdout(
+    process: anyio.abc.Process,
+    send: MemoryObjectSendStream[SessionMessage | Exception],
+    on_eof: Callable[[str], None],
+) -> None:
+    assert process.stdout is not None
+    adapter = types.jsonrpc_message_adapter
+    buffer = b""
+    try:
+        async with send:
+            async for chunk in process.stdout:
+                buffer += chunk
+                if b"\n" not in buffer:
+                    continue
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    item: SessionMessage | Exception
+                    try:
+                        item = SessionMessage(adapter.validate_json(line, by_name=False))
+                    except ValueError as exc:
+                        logger.warning("upstream wrote a non-JSON-RPC line to stdout: %s",
+                                       redact(line[:200].decode("utf-8", "replace")))
+                        item = exc
+                    await send.send(item)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+        pass
+    finally:
+        code = process.returncode
+        on_eof("the server process closed its stdout" if code is None
+               else f"the server process exited with code {code}")
+
+
+async def _write_stdin(
+    process: anyio.abc.Process,
+    recv: MemoryObjectReceiveStream[SessionMessage],
+    read_send: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    assert process.stdin is not None
+    try:
+        async with recv:
+            async for message in recv:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send(data.encode() + b"\n")
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        # The child stopped reading: end the session rather than hang a request.
+        read_send.close()
+
+
+async def _read_stderr(name: str, process: anyio.abc.Process, probe: TransportProbe) -> None:
+    assert process.stderr is not None
+    buffer = b""
+    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+        async for chunk in process.stderr:
+            buffer += chunk
+            if b"\n" not in buffer and len(buffer) < 65536:
+                continue
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                _log_stderr(name, line, probe)
+    if buffer:
+        _log_stderr(name, buffer, probe)
+
+
+def _log_stderr(name: str, line: bytes, probe: TransportProbe) -> None:
+    text = line.decode("utf-8", "replace").rstrip()
+    if text:
+        text = redact(text[:_MAX_STDERR_LINE])
+        probe.stderr_tail.append(text)
+        stderr_logger.info("[%s] %s", name, text)
+
+
+async def _stop_process(process: anyio.abc.Process) -> None:
+    """Close stdin, give the child a grace period, then terminate its whole process group."""
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    await _wait_exit(process, _EXIT_GRACE_SECONDS)
+    # Even when the leader exited, members of its group (npx → node) may live on.
+    await _terminate_group(process)
+    await _wait_exit(process, _TERM_GRACE_SECONDS)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.aclose()
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with suppress(PermissionError):
+            close()
+    await anyio.lowlevel.checkpoint()
+
+
+async def _wait_exit(process: anyio.abc.Process, seconds: float) -> None:
+    """Poll ``returncode``: ``process.wait()`` also waits for pipe EOF, which a grandchild
+    holding the pipe would delay indefinitely."""
+    with anyio.move_on_after(seconds):
+        while process.returncode is None:  # noqa: ASYNC110 - no exit event to wait on
+            await anyio.sleep(_POLL_SECONDS)
+
+
+async def _terminate_group(process: anyio.abc.Process) -> None:
+    if sys.platform == "win32":  # pragma: no cover
+        with suppress(ProcessLookupError, OSError):
+            process.kill()
+        return
+    pgid = process.pid
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    with anyio.move_on_after(_TERM_GRACE_SECONDS):
+        while _group_alive(pgid):
+            _ = process.returncode
+            await anyio.sleep(_POLL_SECONDS)
+        return
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
