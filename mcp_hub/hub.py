@@ -141,7 +141,7 @@ class Hub:
         group = "mcp_hub.plugins" if settings.entry_points else ""
         self.plugins = load_plugins(factory, dirs, entry_point_group=group)
 
-    async def wait_ready(self, timeout: float | None = None) -> None:
+    async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
         """Wait until every upstream finished its first connect (or the startup timeout)."""
         limit = self.config.hub.startup_timeout if timeout is None else timeout
         await self.upstreams.wait_ready(limit)

@@ -95,7 +95,7 @@ class HttpHub:
 
 @asynccontextmanager
 async def http_hub(config: Path, tmp: Path, *extra_args: str,
-                   timeout: float = 30) -> AsyncIterator[HttpHub]:
+                   timeout: float = 30) -> AsyncIterator[HttpHub]:  # noqa: ASYNC109
     """Start ``mcp-hub serve --transport http --port 0`` and wait until /readyz is 200."""
     port_file = tmp / f"port-{os.getpid()}-{id(config)}-{len(extra_args)}"
     port_file.unlink(missing_ok=True)

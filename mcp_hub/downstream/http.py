@@ -24,7 +24,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -46,6 +46,7 @@ __all__ = ["build_app"]
 logger = logging.getLogger(__name__)
 
 _OPEN_PATHS = frozenset({"/healthz"})
+COOKIE_NAME = "mcp_hub_token"
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -96,8 +97,20 @@ class GuardMiddleware:
             await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
             return
         path = scope.get("path", "")
+        if self.tokens and path == "/" and scope.get("query_string"):
+            # A browser cannot send a bearer header: /?token=T trades the token for
+            # an HttpOnly, SameSite=Strict cookie and drops it from the address bar.
+            query = parse_qs(scope["query_string"].decode("latin-1"))
+            given = (query.get("token") or [""])[0]
+            if given and self._authenticate(f"Bearer {given}") is not None:
+                cookie = (f"{COOKIE_NAME}={quote(given)}; HttpOnly; SameSite=Strict; Path=/")
+                await Response(status_code=303, headers={"Location": "/", "Set-Cookie": cookie})(
+                    scope, receive, send)
+                return
         if self.tokens and path not in _OPEN_PATHS:
             index = self._authenticate(headers.get("authorization", ""))
+            if index is None:
+                index = self._authenticate_cookie(headers.get("cookie", ""))
             if index is None:
                 client = scope.get("client") or ("?", 0)
                 logger.warning("authentication failed for %s %s from %s", scope.get("method"),
@@ -133,6 +146,13 @@ class GuardMiddleware:
             if hmac.compare_digest(given, token) and found is None:
                 found = i
         return found
+
+    def _authenticate_cookie(self, header: str) -> int | None:
+        for part in header.split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == COOKIE_NAME and value:
+                return self._authenticate(f"Bearer {unquote(value)}")
+        return None
 
     def _admit(self, index: int) -> bool:
         assert self.rate is not None

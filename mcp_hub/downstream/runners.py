@@ -96,5 +96,5 @@ async def serve_http(
             file=sys.stderr, flush=True,
         )
         if port_file is not None:
-            port_file.write_text(str(actual_port))
+            await anyio.Path(port_file).write_text(str(actual_port))
         await server.serve(sockets=[sock])

@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 """The self-refreshing HTML status page served at ``/``.
 
 Static HTML + a few lines of script that poll ``/status.json`` every two
