@@ -1,0 +1,1 @@
+"""Evaluation of tool_search ranking on real MCP servers' tool definitions."""
