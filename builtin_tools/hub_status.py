@@ -26,16 +26,18 @@ _STARTED = time.time()
 
 
 def registry_status(reg: ToolRegistry) -> dict[str, Any]:
-    """A status built from the registry alone, for when no Hub is attached."""
-    toolsets = reg.toolsets()
+    """A status built from the registry alone, shaped like ``Hub.status()``."""
+    by_toolset = {name: len(tools) for name, tools in sorted(reg.toolsets().items())}
     return {
-        "version": __version__,
-        "hub_attached": False,
-        "pid": os.getpid(),
-        "uptime_seconds": round(time.time() - _STARTED, 3),
-        "upstreams": {},
-        "tool_count": sum(len(names) for names in toolsets.values()),
-        "toolsets": toolsets,
+        "hub": {
+            "name": "mcp-hub",
+            "version": __version__,
+            "attached": False,
+            "pid": os.getpid(),
+            "uptime_seconds": round(time.time() - _STARTED, 1),
+        },
+        "upstreams": [],
+        "tools": {"total": len(reg), "by_toolset": by_toolset},
         "rejected_tools": [
             {
                 "name": r.name,
@@ -46,6 +48,7 @@ def registry_status(reg: ToolRegistry) -> dict[str, Any]:
             }
             for r in reg.rejections
         ],
+        "tool_search": None,
     }
 
 
