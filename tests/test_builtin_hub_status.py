@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-import builtin_tools.file_tools  # noqa: F401 - registers read_file
+import builtin_tools.file_tools  # registers read_file
 import builtin_tools.hub_status  # noqa: F401 - registers the tool
 from mcp_hub import __version__
 from mcp_hub.context import CallContext
