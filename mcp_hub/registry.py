@@ -150,7 +150,7 @@ def _default_origin(toolset: str) -> Origin:
 # Framework strings a model could mistake for a nested tool call.
 _SANITIZE_PATTERNS = (
     re.compile(r"<!\[CDATA\[|\]\]>"),
-    re.compile(r"```[A-Za-z0-9_+-]*"),
+    re.compile(r"```[A-Za-z0-9_+-]*(?=\s)|```"),
     re.compile(
         r"</?\s*(?:antml:)?(?:tool_call|tool_calls|tool_use|tool_result|tool_response|"
         r"function_calls?|function_results?|invoke|parameter|arguments|"
@@ -680,8 +680,8 @@ class FrozenDict(dict[str, Any]):
     """
 
     __slots__ = ()
-    __setitem__ = __delitem__ = __ior__ = _read_only  # type: ignore[assignment]
-    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
 
     def __copy__(self) -> dict[str, Any]:
         return dict(self)
@@ -697,8 +697,8 @@ class FrozenList(list[Any]):
     """The list counterpart of :class:`FrozenDict`."""
 
     __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only  # type: ignore[assignment]
-    append = extend = insert = pop = remove = clear = sort = reverse = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
 
     def __copy__(self) -> list[Any]:
         return list(self)
