@@ -186,7 +186,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         result = await hub.call_tool(args.name, arguments)
         print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True),
                          indent=2))
-        return 1 if result.isError else 0
+        return 1 if result.is_error else 0
 
     return int(anyio.run(lambda: _with_hub(config, run)))
 

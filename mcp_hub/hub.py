@@ -122,8 +122,9 @@ class Hub:
         self.registry.remove_listener(self._on_registry_change)
         stack, self._stack = self._stack, None
         if stack is not None:
-            with anyio.CancelScope(shield=True):
-                await stack.__aexit__(exc_type, exc, tb)
+            # No shielding scope here: the task groups on the stack must be exited
+            # inside the very cancel scope they were entered in.
+            await stack.__aexit__(exc_type, exc, tb)
         return None
 
     def _install_builtins(self) -> None:
@@ -256,7 +257,7 @@ class Hub:
                 bridge=self.bridge, max_result_size_chars=self.config.hub.max_result_size_chars,
                 call=call,
             )
-            status = "error" if result.isError else "ok"
+            status = "error" if result.is_error else "ok"
             return result
         except UnknownToolError:
             status = "unknown"

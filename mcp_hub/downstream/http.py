@@ -10,7 +10,7 @@ Routes:
 
 Guards wrap everything, outermost first: DNS-rebinding protection (a Host not
 allowed → 421, a foreign Origin → 403), then bearer-token auth (401 with
-``WWW-Authenticate``; ``/healthz`` stays open for probes). Tokens are compared in
+``WWW-Authenticate``; ``/healthz`` and ``/readyz`` stay open for probes). Tokens are compared in
 constant time and never logged.
 """
 
@@ -45,7 +45,8 @@ __all__ = ["build_app"]
 
 logger = logging.getLogger(__name__)
 
-_OPEN_PATHS = frozenset({"/healthz"})
+# Probes must work without credentials; they reveal nothing but up/ready.
+_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 COOKIE_NAME = "mcp_hub_token"
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -210,8 +211,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     async def readyz(request: Request) -> Response:
         ready = hub.upstreams.initial_done
-        states = {s.name: str(getattr(s.state, "value", s.state)) for s in hub.upstreams.statuses()}
-        return JSONResponse({"ready": ready, "upstreams": states}, status_code=200 if ready else 503)
+        return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
 
     async def metrics(request: Request) -> Response:
         body = hub.metrics.render(

@@ -55,6 +55,12 @@ class HubServer(Server[Any]):
         )
 
 
+async def _startup(hub: Hub) -> None:
+    """The first lists wait for the initial upstream connects (bounded by startup_timeout)."""
+    if not hub.upstreams.initial_done:
+        await hub.wait_ready()
+
+
 def _track(hub: Hub, ctx: Ctx) -> Any:
     conn = connection_of(ctx)
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and hasattr(conn, "exit_stack"):
@@ -69,15 +75,19 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
 
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         _track(hub, ctx)
+        await _startup(hub)
         return types.ListToolsResult(tools=hub.list_tools(profile))
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         _track(hub, ctx)
+        if not hub.upstreams.initial_done:
+            await hub.wait_ready()
         call = SessionCallContext(ctx, params.name, hub)
         return await hub.call_tool(params.name, params.arguments, call, profile=profile)
 
     async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(hub, ctx)
+        await _startup(hub)
         return types.ListPromptsResult(prompts=hub.upstreams.list_prompts())
 
     async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
@@ -88,6 +98,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         _track(hub, ctx)
+        await _startup(hub)
         return types.ListResourcesResult(resources=hub.upstreams.list_resources())
 
     async def list_templates(
