@@ -86,6 +86,8 @@ class ConnectionHooks:
     resource_updated: Callable[[str], Awaitable[None]] | None = None
     log: Callable[[str, types.LoggingMessageNotificationParams], Awaitable[None]] | None = None
     logging_level: Callable[[], types.LoggingLevel | None] = lambda: None
+    #: Called after every state or catalog change, for waiters (``UpstreamManager.wait_until``).
+    pulse: Callable[[], None] = lambda: None
     #: ``yields_to(server, holder_toolset)``: leave the name to the holder (file order).
     yields_to: Callable[[str, str], bool] = lambda server, toolset: False
     client_name: str = "mcp-hub"
@@ -258,6 +260,7 @@ class ServerConnection:
         self._inflight: dict[int, _Call] = {}
         self._ids = itertools.count()
         self._scope: anyio.CancelScope | None = None
+        self._probe: TransportProbe | None = None
 
     # ── status ────────────────────────────────────────────────────────────────
 
@@ -281,10 +284,17 @@ class ServerConnection:
             in_flight=len(self._inflight),
         )
 
+    @property
+    def pid(self) -> int | None:
+        """Process id of the stdio child while one runs (it leads its own process group)."""
+        probe = self._probe
+        return probe.pid if probe is not None and self.config.transport == "stdio" else None
+
     def _set_state(self, state: ServerState) -> None:
         if state is not self.state:
             self.state = state
             self.state_since = time.time()
+            self.hooks.pulse()
             logger.info("upstream %s: %s%s", self.name, state.value,
                         f" ({self.last_error})" if self.last_error and state in
                         (ServerState.RECONNECTING, ServerState.PARKED) else "")
@@ -314,7 +324,7 @@ class ServerConnection:
     async def _supervise(self) -> None:
         failures = 0
         while True:
-            probe = TransportProbe()
+            probe = self._probe = TransportProbe()
             served = False
             try:
                 served = await self._connect_and_serve(probe)
@@ -356,6 +366,7 @@ class ServerConnection:
         if not self._lost.is_set():
             self._lost_reason = reason
             self._lost.set()
+            self.hooks.pulse()
 
     async def _connect_and_serve(self, probe: TransportProbe) -> bool:
         """One connection's lifetime; returns True if it got to ready."""
@@ -655,16 +666,27 @@ class ServerConnection:
     def _error_result(self, text: str) -> types.CallToolResult:
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
-    async def wait_session(self, budget: float) -> ClientSession | None:
-        """The live session, waiting up to ``budget`` seconds while (re)connecting."""
+    def _live(self) -> ClientSession | None:
         session = self.session
-        if session is not None:
+        return session if session is not None and not self._lost.is_set() else None
+
+    async def wait_session(self, budget: float, old: ClientSession | None = None
+                           ) -> ClientSession | None:
+        """A live session other than ``old``, waiting up to ``budget`` s while (re)connecting."""
+        session = self._live()
+        if session is not None and session is not old:
             return session
         if self.state in (ServerState.PARKED, ServerState.DISABLED) or budget <= 0:
             return None
         with anyio.move_on_after(budget):
-            await self._ready.wait()
-        return self.session
+            while True:
+                await self._session_changed.wait()
+                session = self._live()
+                if session is not None and session is not old:
+                    return session
+                if self.state in (ServerState.PARKED, ServerState.DISABLED):
+                    return None
+        return None
 
     def _unavailable(self) -> str:
         text = f"Server '{self.name}' is {self.state.value}"
@@ -679,7 +701,7 @@ class ServerConnection:
         config = self.config
         start = anyio.current_time()
         hard_deadline = start + config.max_call_seconds
-        session = self.session
+        session = self._live()
         if session is None:
             session = await self.wait_session(min(config.timeout, config.connect_timeout))
             if session is None:
@@ -701,7 +723,7 @@ class ServerConnection:
                 if attempt == 1 and read_only:
                     budget = min(hard_deadline - anyio.current_time(), config.connect_timeout
                                  + BACKOFF_INITIAL * (1 + BACKOFF_JITTER))
-                    retry_session = await self._wait_reconnect(session, budget)
+                    retry_session = await self.wait_session(budget, old=session)
                     if retry_session is not None:
                         session = retry_session
                         logger.info("upstream %s: retrying read-only tool %s after reconnect",
@@ -715,24 +737,11 @@ class ServerConnection:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _wait_reconnect(self, old: ClientSession, budget: float) -> ClientSession | None:
-        """Wait (bounded) for a session other than ``old`` to be ready."""
-        if budget <= 0:
-            return None
-        with anyio.move_on_after(budget):
-            while True:
-                session = self.session
-                if session is not None and session is not old:
-                    return session
-                if self.state in (ServerState.PARKED, ServerState.DISABLED):
-                    return None
-                await self._session_changed.wait()
-        return None
-
     def _announce_session_change(self) -> None:
         event = self._session_changed
         self._session_changed = anyio.Event()
         event.set()
+        self.hooks.pulse()
 
     async def request(
         self,
@@ -744,7 +753,7 @@ class ServerConnection:
     ) -> ResultT:
         """Send a non-tool request (prompts/get, resources/read, …); errors are ``MCPError``."""
         config = self.config
-        session = self.session or await self.wait_session(
+        session = self._live() or await self.wait_session(
             min(config.timeout, config.connect_timeout))
         if session is None:
             raise MCPError(types.INTERNAL_ERROR, f"{self._unavailable()}; {what} failed.")

@@ -89,6 +89,7 @@ class UpstreamManager:
         self._tg: anyio.abc.TaskGroup | None = None
         self._ready_event = anyio.Event()
         self._catalog: _Catalog | None = None
+        self._pulse_event = anyio.Event()
         self._build_connections(config)
 
     # ── lifecycle ─────────────────────────────────────────────────────────────
@@ -100,6 +101,7 @@ class UpstreamManager:
             log=self._log,
             logging_level=lambda: self._log_level,
             yields_to=self._yields_to,
+            pulse=self._pulse,
             client_name=self.config.hub.name,
             client_version=__version__,
         )
@@ -146,6 +148,17 @@ class UpstreamManager:
     @property
     def initial_done(self) -> bool:
         return self._ready_event.is_set()
+
+    def _pulse(self) -> None:
+        event = self._pulse_event
+        self._pulse_event = anyio.Event()
+        event.set()
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once ``predicate()`` holds, re-checking after every upstream state or
+        catalog change (bound it with ``anyio.fail_after``)."""
+        while not predicate():
+            await self._pulse_event.wait()
 
     async def wait_ready(self, timeout: float) -> None:  # noqa: ASYNC109 - public contract
         """Wait until every enabled server finished its first attempt, or ``timeout`` passed."""
@@ -246,6 +259,7 @@ class UpstreamManager:
         else:
             self._catalog = None
         self._emit(kind)
+        self._pulse()
 
     def _emit(self, kind: Kind) -> None:
         if self.on_change is not None:

@@ -83,6 +83,8 @@ class TransportProbe:
     statuses: list[int] = field(default_factory=list)
     #: The last lines the child wrote to stderr (why it died, usually).
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=5))
+    #: The stdio child's process id (its process group id too), once spawned.
+    pid: int | None = None
 
     async def on_response(self, response: httpx2.Response) -> None:
         self.last_status = response.status_code
@@ -201,6 +203,7 @@ async def _stdio(
     except OSError as exc:
         raise ConnectFailure(f"cannot start {command}: {exc.strerror or exc}") from None
 
+    probe.pid = process.pid
     # No await between the spawn and the task group, so a cancellation cannot leak the child.
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
