@@ -85,6 +85,7 @@ class Hub:
         self._tg: anyio.abc.TaskGroup | None = None
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
         self._bridge_active: dict[str | None, bool] = {}
+        self._catalog_cache: tuple[list[dict[str, Any]], dict[str, str], int] | None = None
         #: Resource subscriptions: uri -> connections that asked for it.
         self.resource_subscribers: dict[str, list[Any]] = {}
 
@@ -191,17 +192,25 @@ class Hub:
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
         snap = self.registry.snapshot()
-        origins = {name: e.origin for name, e in snap.items()}
+        origins: dict[str, str] = {name: e.origin for name, e in snap.items()}
         servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
         return origins, servers
 
     def _deferred_catalog(self) -> tuple[list[dict[str, Any]], dict[str, str], int]:
-        """What ``tool_search`` searches: every deferrable tool the registry holds now."""
+        """What ``tool_search`` searches: every upstream and plugin tool the registry holds now.
+
+        Cached per registry generation, so a bridge call costs no registry scan.
+        """
+        generation = self.registry.generation
+        cached = self._catalog_cache
+        if cached is not None and cached[2] == generation:
+            return cached
         defs = self.registry.get_definitions(None, cache_key=("catalog",))
         origins, servers = self._origins_and_servers()
-        plan = plan_exposure(defs, origins, servers, self.config.tool_search)
-        return plan.deferred or [d for d in defs if origins.get(d["name"]) != "builtin"], \
-            servers, self.registry.generation
+        result = ([d for d in defs if origins.get(d["name"]) in ("upstream", "plugin")], servers,
+                  generation)
+        self._catalog_cache = result
+        return result
 
     def list_tools(self, profile: str | None = None) -> list[types.Tool]:
         """The tools/list answer for ``profile`` (None = everything), cached per generation."""

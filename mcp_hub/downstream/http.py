@@ -236,9 +236,9 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         Route("/status.json", endpoint=status_json, methods=["GET"]),
         Route("/", endpoint=status_page, methods=["GET"]),
     ]
-    for name, manager in managers.items():
-        if name is not None:
-            routes.append(Route(f"/p/{name}/mcp", endpoint=StreamableHTTPASGIApp(manager)))
+    for profile, manager in managers.items():
+        if profile is not None:
+            routes.append(Route(f"/p/{profile}/mcp", endpoint=StreamableHTTPASGIApp(manager)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

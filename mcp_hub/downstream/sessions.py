@@ -125,8 +125,13 @@ class SessionTracker:
                 listener(kind)
             except Exception:
                 logger.exception("list_changed listener failed")
-        event = {"tools": ToolsListChanged, "prompts": PromptsListChanged,
-                 "resources": ResourcesListChanged}[kind]()
+        event: ToolsListChanged | PromptsListChanged | ResourcesListChanged
+        if kind == "tools":
+            event = ToolsListChanged()
+        elif kind == "prompts":
+            event = PromptsListChanged()
+        else:
+            event = ResourcesListChanged()
         await self.bus.publish(event)
         for conn in list(self._connections):
             try:
