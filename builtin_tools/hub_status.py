@@ -19,6 +19,7 @@ from mcp_hub import __version__
 from mcp_hub.context import CallContext
 from mcp_hub.redact import redact
 from mcp_hub.registry import ToolRegistry, registry
+from mcp_hub.runtime import get_config
 
 __all__ = ["HUB_STATUS_SCHEMA", "hub_status_tool", "registry_status"]
 
@@ -30,7 +31,7 @@ def registry_status(reg: ToolRegistry) -> dict[str, Any]:
     by_toolset = {name: len(tools) for name, tools in sorted(reg.toolsets().items())}
     return {
         "hub": {
-            "name": "mcp-hub",
+            "name": get_config().hub.name,
             "version": __version__,
             "attached": False,
             "pid": os.getpid(),
