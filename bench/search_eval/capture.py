@@ -180,22 +180,22 @@ async def _list_all(params: StdioServerParameters) -> list[dict[str, Any]]:
             await session.initialize()
             cursor: str | None = None
             while True:
-                page = await session.list_tools(
-                    params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                )
+                page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
                 tools.extend(t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in page.tools)
                 cursor = page.next_cursor
                 if not cursor:
                     return tools
 
 
-async def capture(py_bin: Path, py_legacy_bin: Path, npm_dir: Path, timeout: float) -> dict[str, list[dict[str, Any]]]:
+async def capture(
+    py_bin: Path, py_legacy_bin: Path, npm_dir: Path, per_server_seconds: float
+) -> dict[str, list[dict[str, Any]]]:
     """Return ``{server label: [tool definitions]}`` for every server that answered."""
     catalog: dict[str, list[dict[str, Any]]] = {}
     for server in SERVERS:
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                with anyio.fail_after(timeout):
+                with anyio.fail_after(per_server_seconds):
                     tools = await _list_all(_params(server, py_bin, py_legacy_bin, npm_dir, tmp))
             except Exception as exc:  # a server that cannot list is reported and skipped
                 print(f"{server.label:22} skipped: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -1,0 +1,319 @@
+"""The bridge tools' behaviour: ``tool_search``, ``tool_describe``, ``tool_call``.
+
+:class:`ToolSearchBridge` fits the call pipeline's bridge protocol
+(``handles(name)``, ``await handle(name, args, reenter, **context)``). It reads
+the deferred catalog from a provider at call time, so a tool that appeared after
+the client last listed is still found and callable. ``tool_call`` re-enters the
+pipeline with the real name: validation, hooks and the size cap see the real tool.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mcp.types import CallToolResult, TextContent
+
+from mcp_hub.search.exposure import (
+    BRIDGE_NAMES,
+    MAX_DESCRIBE,
+    MAX_QUERIES,
+    TOOL_CALL,
+    TOOL_DESCRIBE,
+    TOOL_SEARCH,
+    SettingsLike,
+    ToolSearchSettings,
+    bridge_definitions,
+    estimate_tokens,
+    is_deferrable,
+    server_label,
+    threshold_tokens,
+)
+from mcp_hub.search.ranking import (
+    DEFAULT_WEIGHTS,
+    IndexCache,
+    Match,
+    RankingWeights,
+    SearchIndex,
+    ToolDoc,
+)
+
+__all__ = ["CatalogProvider", "Reenter", "ToolSearchBridge"]
+
+#: Returns (deferrable tool definitions, tool name -> server label, registry generation).
+CatalogProvider = Callable[[], tuple[Sequence[Mapping[str, Any]], Mapping[str, str], Hashable]]
+
+
+class Reenter(Protocol):
+    """The pipeline, entered again for the real tool."""
+
+    def __call__(self, real_name: str, real_args: dict[str, Any], **context: Any) -> Awaitable[CallToolResult]: ...
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    by_name: dict[str, Mapping[str, Any]]
+    servers: Mapping[str, str]
+    index: SearchIndex
+    by_lower: dict[str, list[str]]
+    by_raw: dict[str, list[str]]
+    tokens: int
+
+
+class ToolSearchBridge:
+    """Progressive disclosure behind three tools, independent of the transport.
+
+    ``provider`` returns the tools the bridge may search and call — every
+    deferrable tool the registry holds now (the hub passes its registry's
+    upstream and plugin definitions) — with their server labels and a key that
+    changes whenever they do (the registry generation). The search index is
+    cached per key.
+    """
+
+    def __init__(
+        self,
+        settings: SettingsLike | None,
+        provider: CatalogProvider,
+        *,
+        weights: RankingWeights = DEFAULT_WEIGHTS,
+    ) -> None:
+        self.settings: SettingsLike = settings if settings is not None else ToolSearchSettings()
+        self._provider = provider
+        self._weights = weights
+        self._cache = IndexCache(size=4)
+        self._catalogs: dict[Hashable, _Catalog] = {}
+
+    # ------------------------------------------------------------------ state
+    def _catalog(self) -> _Catalog:
+        definitions, servers, generation = self._provider()
+        # Pinned tools (always_visible, alwaysLoad) stay listed, so they are not
+        # part of the bridge's catalog even if the provider hands them over.
+        defs = [d for d in definitions if is_deferrable(d, "upstream", self.settings)]
+        names = tuple(str(d.get("name", "")) for d in defs)
+        key = (generation, names, tuple(self.settings.always_visible))
+        cat = self._catalogs.get(key)
+        if cat is not None:
+            return cat
+        index = self._cache.get(
+            key,
+            lambda: SearchIndex.build(
+                (ToolDoc.from_definition(d, server_label(n, servers)) for n, d in zip(names, defs, strict=True)),
+                self._weights,
+            ),
+        )
+        by_lower: dict[str, list[str]] = {}
+        by_raw: dict[str, list[str]] = {}
+        for doc in index.docs:
+            by_lower.setdefault(doc.name.lower(), []).append(doc.name)
+            by_raw.setdefault(doc.raw_name.lower(), []).append(doc.name)
+        cat = _Catalog(
+            by_name=dict(zip(names, defs, strict=True)),
+            servers=dict(servers),
+            index=index,
+            by_lower=by_lower,
+            by_raw=by_raw,
+            tokens=estimate_tokens(defs),
+        )
+        self._catalogs = {key: cat}  # only the current generation is worth keeping
+        return cat
+
+    def is_active(self) -> bool:
+        """Whether the bridge tools are listed (and so handled) right now."""
+        mode = self.settings.mode
+        if mode == "on":
+            return True
+        if mode == "off":
+            return False
+        cat = self._catalog()
+        return bool(cat.by_name) and cat.tokens >= threshold_tokens(self.settings)
+
+    def handles(self, name: str) -> bool:
+        """True for the three bridge names while the bridge is active."""
+        return name in BRIDGE_NAMES and self.is_active()
+
+    def search(self, query: str, limit: int | None = None) -> list[Match]:
+        """Ranked matches for ``query`` in the current catalog."""
+        return self._catalog().index.search(query, self._limit(limit))
+
+    def definitions_when_active(self, definitions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """What ``tools/list`` would hold with bridging on: ``definitions`` minus the
+        deferred catalog, plus the bridge tools (for token reports)."""
+        cat = self._catalog()
+        kept = [dict(d) for d in definitions if str(d.get("name")) not in cat.by_name]
+        return kept + bridge_definitions(list(cat.by_name.values()), cat.servers, self.settings)
+
+    # ------------------------------------------------------------------ calls
+    async def handle(
+        self, name: str, args: Mapping[str, Any] | None, reenter: Reenter, **context: Any
+    ) -> CallToolResult:
+        """Run bridge tool ``name``; argument problems are ``isError`` results."""
+        args = dict(args or {})
+        if name == TOOL_SEARCH:
+            return self._tool_search(args)
+        if name == TOOL_DESCRIBE:
+            return self._tool_describe(args)
+        if name == TOOL_CALL:
+            return await self._tool_call(args, reenter, context)
+        return _error(f"{name} is not a bridge tool")
+
+    def _limit(self, value: Any) -> int:
+        max_limit = max(1, self.settings.max_limit)
+        if value is None:
+            return min(max(1, self.settings.default_limit), max_limit)
+        limit = _as_int(value)
+        if limit is None:
+            raise ValueError(f"limit must be an integer from 1 to {max_limit}")
+        return min(max(1, limit), max_limit)
+
+    def _tool_search(self, args: dict[str, Any]) -> CallToolResult:
+        queries = _as_strings(args.get("queries"))
+        query = args.get("query")
+        if isinstance(query, str) and query.strip():
+            queries = [query, *(q for q in queries if q != query)]
+        queries = [q for q in queries if q.strip()]
+        if not queries:
+            return _error("tool_search needs `query` (a string) or `queries` (a list of strings)")
+        if len(queries) > MAX_QUERIES:
+            return _error(f"tool_search takes at most {MAX_QUERIES} queries, got {len(queries)}")
+        try:
+            limit = self._limit(args.get("limit"))
+        except ValueError as exc:
+            return _error(str(exc))
+        cat = self._catalog()
+        results = []
+        for q in queries:
+            matches = cat.index.search(q, limit)
+            entry: dict[str, Any] = {"query": q, "matches": [m.as_dict() for m in matches]}
+            if not matches:
+                entry["sources"] = _sources(cat)
+                entry["hint"] = (
+                    "No tool matched. Try other words for what the tool does "
+                    '(e.g. "send a message", "list files"), add a server name from '
+                    "sources, or pass an exact name to tool_describe."
+                )
+            results.append(entry)
+        return _json_result({"results": results})
+
+    def _resolve(self, cat: _Catalog, name: str) -> list[str]:
+        """Exposed names ``name`` may mean: exact, then case-insensitive, then raw name."""
+        if name in cat.by_name:
+            return [name]
+        key = name.strip().lower()
+        return cat.by_lower.get(key) or cat.by_raw.get(key) or []
+
+    def _tool_describe(self, args: dict[str, Any]) -> CallToolResult:
+        names = _as_strings(args.get("names", args.get("name")))
+        if not names:
+            return _error("tool_describe needs `names`: a list of tool names from tool_search")
+        if len(names) > MAX_DESCRIBE:
+            return _error(f"tool_describe takes at most {MAX_DESCRIBE} names, got {len(names)}")
+        cat = self._catalog()
+        tools: list[dict[str, Any]] = []
+        not_found: list[dict[str, Any]] = []
+        for n in names:
+            found = self._resolve(cat, n)
+            if len(found) != 1:
+                not_found.append({"name": n, "close": found or _close(cat, n)})
+                continue
+            d = cat.by_name[found[0]]
+            described: dict[str, Any] = {
+                "name": found[0],
+                "server": server_label(found[0], cat.servers),
+                "description": str(d.get("description") or ""),
+                "inputSchema": d.get("inputSchema") or {"type": "object"},
+            }
+            for extra in ("title", "annotations", "outputSchema"):
+                if d.get(extra):
+                    described[extra] = d[extra]
+            tools.append(described)
+        out: dict[str, Any] = {"tools": tools}
+        if not_found:
+            out["not_found"] = not_found
+        return _json_result(out)
+
+    async def _tool_call(self, args: dict[str, Any], reenter: Reenter, context: dict[str, Any]) -> CallToolResult:
+        name = args.get("name")
+        if not isinstance(name, str) or not name.strip():
+            return _error("tool_call needs `name`: the exact tool name from tool_search")
+        if name.strip() in BRIDGE_NAMES:
+            return _error(f"tool_call cannot run the bridge tool {name.strip()}; call it directly")
+        arguments = args.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                return _error("tool_call `arguments` must be a JSON object")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return _error(f"tool_call `arguments` must be an object, not {type(arguments).__name__}")
+        cat = self._catalog()
+        found = self._resolve(cat, name)
+        if len(found) > 1:
+            return _error(f"{name} is ambiguous; use one of: {', '.join(sorted(found))}")
+        # A name outside the catalog (a listed tool, or none at all) goes to the
+        # pipeline unchanged: it owns "unknown tool" and every other check.
+        real = found[0] if found else name
+        return await reenter(real, arguments, **context)
+
+
+def _sources(cat: _Catalog) -> list[dict[str, Any]]:
+    counts: dict[str, int] = {}
+    for n in cat.by_name:
+        label = server_label(n, cat.servers)
+        counts[label] = counts.get(label, 0) + 1
+    return [{"server": s, "tools": counts[s]} for s in sorted(counts)]
+
+
+def _close(cat: _Catalog, name: str) -> list[str]:
+    by_lower = {n.lower(): n for n in cat.by_name}
+    hits = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.5)
+    if not hits:
+        raw = {d.raw_name.lower(): d.name for d in cat.index.docs}
+        return [raw[h] for h in difflib.get_close_matches(name.lower(), list(raw), n=3)]
+    return [by_lower[h] for h in hits]
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _as_strings(value: Any) -> list[str]:
+    """A list of strings from a list, a JSON-encoded list or a single string."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                return [value]
+        else:
+            return [value] if text else []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if isinstance(v, str | int | float) and str(v).strip()]
+    return []
+
+
+def _json_result(payload: Mapping[str, Any]) -> CallToolResult:
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
