@@ -1,0 +1,28 @@
+"""FastMCP's proxy over stdio, configured from an MCPConfig JSON file.
+
+Run with the FastMCP venv's interpreter::
+
+    python fastmcp_proxy.py CONFIG.json
+
+``CONFIG.json`` is ``{"mcpServers": {NAME: {"command", "args", "env", "cwd"}}}``.
+This is FastMCP's documented way to front one or many servers:
+``fastmcp.server.create_proxy(config)``, served over stdio.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from fastmcp.server import create_proxy
+
+
+def main() -> None:
+    with open(sys.argv[1]) as fh:
+        config = json.load(fh)
+    proxy = create_proxy(config, name="fastmcp-proxy")
+    proxy.run(transport="stdio", show_banner=False)
+
+
+if __name__ == "__main__":
+    main()
