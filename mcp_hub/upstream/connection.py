@@ -280,9 +280,23 @@ class ServerConnection:
             state_since=self.state_since,
             connect_ms=self.connect_ms,
             server_info=info,
-            rejected_tools=dict(self.rejected),
+            rejected_tools=self._rejections(),
             in_flight=len(self._inflight),
         )
+
+    def _rejections(self) -> dict[str, str]:
+        """Refused names, plus names another upstream took over after we registered them."""
+        out = dict(self.rejected)
+        for rec in self.tools.values():
+            if rec.exposed in out:
+                continue
+            entry = self.registry.get_entry(rec.exposed)
+            if entry is not None and entry.toolset != self.toolset:
+                out[rec.exposed] = (
+                    f"shadowed by toolset {entry.toolset!r} (later in servers.toml wins)"
+                    if entry.toolset.startswith("mcp-")
+                    else f"name held by {entry.origin} tool of toolset {entry.toolset!r}")
+        return out
 
     @property
     def pid(self) -> int | None:

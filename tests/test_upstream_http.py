@@ -1,0 +1,85 @@
+"""Streamable HTTP and SSE upstreams (uvicorn subprocesses): connect, call, survive a restart."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcp_hub.context import CallContext
+from mcp_hub.upstream import ServerState
+from tests.fixtures_upstream import free_port, http_upstream, is_state, running, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+def _block(name: str, transport: str, port: int, extra: str = "") -> str:
+    path = "mcp" if transport == "http" else "sse"
+    return (f'[servers.{name}]\nurl = "http://127.0.0.1:{port}/{path}"\n'
+            f'transport = "{transport}"\nkeepalive_interval = 0.5\n{extra}\n')
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_network_upstreams_list_and_call(transport: str) -> None:
+    port = free_port()
+    with anyio.fail_after(60):
+        async with (
+            http_upstream(transport, port),
+            running(_block("net", transport, port)) as (manager, registry),
+        ):
+            status = manager.statuses()[0]
+            assert status.state is ServerState.READY, status.last_error
+            assert status.transport == transport
+            assert "net_echo" in registry
+            result = await registry.dispatch("net_add", {"a": 1, "b": 2},
+                                             call=CallContext())
+            assert result.structured_content == {"sum": 3}
+            await registry.dispatch("net_add_tool", {"name": "fresh"}, call=CallContext())
+            await manager.wait_until(lambda: "net_fresh" in registry)
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_a_killed_and_restarted_network_upstream_is_reconnected(transport: str) -> None:
+    port = free_port()
+    with anyio.fail_after(90):
+        async with (
+            http_upstream(transport, port) as (_, proc),
+            running(_block("net", transport, port)) as (manager, registry),
+        ):
+            assert "net_echo" in registry
+            proc.kill()
+            await proc.wait()
+            await manager.wait_until(lambda: "net_echo" not in registry)
+            assert manager.statuses()[0].state is not ServerState.READY
+            async with http_upstream(transport, port):
+                await manager.wait_until(is_state(manager, "net", ServerState.READY))
+                result = await registry.dispatch("net_echo", {"text": "again"},
+                                                 call=CallContext())
+                assert text_of(result) == "again"
+
+
+async def test_an_http_401_parks_the_server() -> None:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def deny(request: object) -> PlainTextResponse:
+        return PlainTextResponse("no", status_code=401)
+
+    app = Starlette(routes=[Route("/mcp", deny, methods=["GET", "POST", "DELETE"])])
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    body = (f'[servers.locked]\nurl = "http://127.0.0.1:{port}/mcp"\n'
+            'headers = { Authorization = "Bearer sk-secret-token-123456" }\n')
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve)
+            while not server.started:
+                await anyio.sleep(0.02)  # uvicorn exposes no started event
+            async with running(body) as (manager, _):
+                status = manager.statuses()[0]
+                assert status.state is ServerState.PARKED
+                assert status.last_error is not None
+                assert "HTTP 401" in status.last_error
+                assert "sk-secret" not in status.last_error
+            server.should_exit = True
