@@ -43,7 +43,8 @@ __all__ = [
 ]
 
 SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# ``${VAR}``, ``${VAR:-default}``; ``$$`` is a literal ``$`` (so ``$${X}`` stays ``${X}``).
+_VAR_RE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -325,6 +326,8 @@ def _interpolate_str(
 ) -> str:
     def replace(match: re.Match[str]) -> str:
         var, default = match.group(1), match.group(2)
+        if var is None:
+            return "$"
         if var in env:
             resolved = env[var]
             secrets.add(resolved)
@@ -332,8 +335,11 @@ def _interpolate_str(
         if default is not None:
             return default
         where = ".".join(path)
+        owner = ""
+        if len(path) >= 3 and path[0] == "servers":
+            owner = f"server '{path[1]}', key '{'.'.join(path[2:])}': "
         raise ConfigError(
-            f"{label}: {where}: environment variable {var} is not set "
+            f"{label}: {where}: {owner}environment variable {var} is not set "
             f"(set it, or write ${{{var}:-default}})"
         )
 

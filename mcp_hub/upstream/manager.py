@@ -35,6 +35,7 @@ from mcp_hub import __version__
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
 from mcp_hub.naming import exposed_prompt_name
+from mcp_hub.redact import add_secrets
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
 from mcp_hub.upstream.status import UpstreamStatus
 
@@ -107,6 +108,7 @@ class UpstreamManager:
         )
 
     def _build_connections(self, config: HubConfig) -> None:
+        _remember_secrets(config)
         self._order = {name: i for i, name in enumerate(config.servers)}
         for name, server in config.servers.items():
             self._connections[name] = ServerConnection(
@@ -174,6 +176,7 @@ class UpstreamManager:
         its connection untouched.
         """
         old = self.config
+        _remember_secrets(new)
         naming_changed = (
             old.hub.tool_name_separator != new.hub.tool_name_separator
             or old.hub.max_tool_name_length != new.hub.max_tool_name_length
@@ -437,6 +440,16 @@ class UpstreamManager:
         async with anyio.create_task_group() as tg:
             for conn in targets:
                 tg.start_soon(one, conn)
+
+
+def _remember_secrets(config: HubConfig) -> None:
+    """Interpolated values and header values never appear in errors, logs or status."""
+    values = set(config.secret_values)
+    for server in config.servers.values():
+        values.update(server.headers.values())
+        for value in server.headers.values():
+            values.update(part for part in value.split() if len(part) >= 8)
+    add_secrets(values)
 
 
 def _differs(a: ServerConfig, b: ServerConfig) -> bool:
