@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import difflib
 import json
+import threading
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import anyio
 from mcp.types import CallToolResult, TextContent
 
 from mcp_hub.search.exposure import (
     BRIDGE_NAMES,
     MAX_DESCRIBE,
     MAX_QUERIES,
-    TOOL_CALL,
     TOOL_DESCRIBE,
     TOOL_SEARCH,
     SettingsLike,
@@ -34,7 +35,6 @@ from mcp_hub.search.exposure import (
 )
 from mcp_hub.search.ranking import (
     DEFAULT_WEIGHTS,
-    IndexCache,
     Match,
     RankingWeights,
     SearchIndex,
@@ -70,7 +70,7 @@ class ToolSearchBridge:
     deferrable tool the registry holds now (the hub passes its registry's
     upstream and plugin definitions) — with their server labels and a key that
     changes whenever they do (the registry generation). The search index is
-    cached per key.
+    built once per key, in a worker thread when a call needs it.
     """
 
     def __init__(
@@ -83,42 +83,62 @@ class ToolSearchBridge:
         self.settings: SettingsLike = settings if settings is not None else ToolSearchSettings()
         self._provider = provider
         self._weights = weights
-        self._cache = IndexCache(size=4)
-        self._catalogs: dict[Hashable, _Catalog] = {}
+        self._lock = threading.Lock()
+        self._current: tuple[Hashable, _Catalog] | None = None
+        self._tokens: dict[Hashable, int] = {}
 
     # ------------------------------------------------------------------ state
-    def _catalog(self) -> _Catalog:
+    def _state(self) -> tuple[Hashable, Sequence[Mapping[str, Any]], Mapping[str, str]]:
         definitions, servers, generation = self._provider()
-        # Pinned tools (always_visible, alwaysLoad) stay listed, so they are not
-        # part of the bridge's catalog even if the provider hands them over.
-        defs = [d for d in definitions if is_deferrable(d, "upstream", self.settings)]
-        names = tuple(str(d.get("name", "")) for d in defs)
-        key = (generation, names, tuple(self.settings.always_visible))
-        cat = self._catalogs.get(key)
-        if cat is not None:
-            return cat
-        index = self._cache.get(
-            key,
-            lambda: SearchIndex.build(
+        # The generation changes with every registry mutation, so it (with the
+        # settings that filter the catalog) identifies the catalog without
+        # looking at 10,000 definitions on every call.
+        key = (generation, len(definitions), tuple(self.settings.always_visible))
+        return key, definitions, servers
+
+    def _build(self, key: Hashable, definitions: Sequence[Mapping[str, Any]], servers: Mapping[str, str]) -> _Catalog:
+        with self._lock:  # may run in a worker thread; build each catalog once
+            if self._current is not None and self._current[0] == key:
+                return self._current[1]
+            # Pinned tools (always_visible, alwaysLoad) stay listed, so they are not
+            # part of the bridge's catalog even if the provider hands them over.
+            defs = [d for d in definitions if is_deferrable(d, "upstream", self.settings)]
+            names = [str(d.get("name", "")) for d in defs]
+            index = SearchIndex.build(
                 (ToolDoc.from_definition(d, server_label(n, servers)) for n, d in zip(names, defs, strict=True)),
                 self._weights,
-            ),
-        )
-        by_lower: dict[str, list[str]] = {}
-        by_raw: dict[str, list[str]] = {}
-        for doc in index.docs:
-            by_lower.setdefault(doc.name.lower(), []).append(doc.name)
-            by_raw.setdefault(doc.raw_name.lower(), []).append(doc.name)
-        cat = _Catalog(
-            by_name=dict(zip(names, defs, strict=True)),
-            servers=dict(servers),
-            index=index,
-            by_lower=by_lower,
-            by_raw=by_raw,
-            tokens=estimate_tokens(defs),
-        )
-        self._catalogs = {key: cat}  # only the current generation is worth keeping
-        return cat
+            )
+            by_lower: dict[str, list[str]] = {}
+            by_raw: dict[str, list[str]] = {}
+            for doc in index.docs:
+                by_lower.setdefault(doc.name.lower(), []).append(doc.name)
+                by_raw.setdefault(doc.raw_name.lower(), []).append(doc.name)
+            cat = _Catalog(
+                by_name=dict(zip(names, defs, strict=True)),
+                servers=dict(servers),
+                index=index,
+                by_lower=by_lower,
+                by_raw=by_raw,
+                tokens=estimate_tokens(defs),
+            )
+            self._current = (key, cat)
+            return cat
+
+    def _catalog(self) -> _Catalog:
+        """The catalog for the registry as it is now (built here on a miss)."""
+        key, definitions, servers = self._state()
+        current = self._current
+        if current is not None and current[0] == key:
+            return current[1]
+        return self._build(key, definitions, servers)
+
+    async def _catalog_async(self) -> _Catalog:
+        """Same, with a miss built in a worker thread: 10,000 tools take a second or two."""
+        key, definitions, servers = self._state()
+        current = self._current
+        if current is not None and current[0] == key:
+            return current[1]
+        return await anyio.to_thread.run_sync(self._build, key, definitions, servers)
 
     def is_active(self) -> bool:
         """Whether the bridge tools are listed (and so handled) right now."""
@@ -127,8 +147,13 @@ class ToolSearchBridge:
             return True
         if mode == "off":
             return False
-        cat = self._catalog()
-        return bool(cat.by_name) and cat.tokens >= threshold_tokens(self.settings)
+        key, definitions, _ = self._state()
+        tokens = self._tokens.get(key)
+        if tokens is None:
+            pinned_out = [d for d in definitions if is_deferrable(d, "upstream", self.settings)]
+            tokens = estimate_tokens(pinned_out) if pinned_out else -1
+            self._tokens = {key: tokens}
+        return tokens >= 0 and tokens >= threshold_tokens(self.settings)
 
     def handles(self, name: str) -> bool:
         """True for the three bridge names while the bridge is active."""
@@ -151,13 +176,14 @@ class ToolSearchBridge:
     ) -> CallToolResult:
         """Run bridge tool ``name``; argument problems are ``isError`` results."""
         args = dict(args or {})
+        if name not in BRIDGE_NAMES:
+            return _error(f"{name} is not a bridge tool")
+        cat = await self._catalog_async()
         if name == TOOL_SEARCH:
-            return self._tool_search(args)
+            return self._tool_search(cat, args)
         if name == TOOL_DESCRIBE:
-            return self._tool_describe(args)
-        if name == TOOL_CALL:
-            return await self._tool_call(args, reenter, context)
-        return _error(f"{name} is not a bridge tool")
+            return self._tool_describe(cat, args)
+        return await self._tool_call(cat, args, reenter, context)
 
     def _limit(self, value: Any) -> int:
         max_limit = max(1, self.settings.max_limit)
@@ -168,7 +194,7 @@ class ToolSearchBridge:
             raise ValueError(f"limit must be an integer from 1 to {max_limit}")
         return min(max(1, limit), max_limit)
 
-    def _tool_search(self, args: dict[str, Any]) -> CallToolResult:
+    def _tool_search(self, cat: _Catalog, args: dict[str, Any]) -> CallToolResult:
         queries = _as_strings(args.get("queries"))
         query = args.get("query")
         if isinstance(query, str) and query.strip():
@@ -182,7 +208,6 @@ class ToolSearchBridge:
             limit = self._limit(args.get("limit"))
         except ValueError as exc:
             return _error(str(exc))
-        cat = self._catalog()
         results = []
         for q in queries:
             matches = cat.index.search(q, limit)
@@ -204,13 +229,12 @@ class ToolSearchBridge:
         key = name.strip().lower()
         return cat.by_lower.get(key) or cat.by_raw.get(key) or []
 
-    def _tool_describe(self, args: dict[str, Any]) -> CallToolResult:
+    def _tool_describe(self, cat: _Catalog, args: dict[str, Any]) -> CallToolResult:
         names = _as_strings(args.get("names", args.get("name")))
         if not names:
             return _error("tool_describe needs `names`: a list of tool names from tool_search")
         if len(names) > MAX_DESCRIBE:
             return _error(f"tool_describe takes at most {MAX_DESCRIBE} names, got {len(names)}")
-        cat = self._catalog()
         tools: list[dict[str, Any]] = []
         not_found: list[dict[str, Any]] = []
         for n in names:
@@ -234,7 +258,9 @@ class ToolSearchBridge:
             out["not_found"] = not_found
         return _json_result(out)
 
-    async def _tool_call(self, args: dict[str, Any], reenter: Reenter, context: dict[str, Any]) -> CallToolResult:
+    async def _tool_call(
+        self, cat: _Catalog, args: dict[str, Any], reenter: Reenter, context: dict[str, Any]
+    ) -> CallToolResult:
         name = args.get("name")
         if not isinstance(name, str) or not name.strip():
             return _error("tool_call needs `name`: the exact tool name from tool_search")

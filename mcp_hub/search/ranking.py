@@ -27,6 +27,7 @@ import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from mcp_hub.search.vocabulary import abbreviation, expansions, name_tokens, name_words, stem, tokenize
@@ -187,7 +188,7 @@ class SearchIndex:
     def __init__(
         self,
         docs: Sequence[ToolDoc],
-        postings: dict[str, tuple[tuple[int, float], ...]],
+        postings: dict[str, tuple[list[int], list[float]]],
         exact: dict[str, list[int]],
         weights: RankingWeights,
     ) -> None:
@@ -257,7 +258,10 @@ class SearchIndex:
                     score += cover * idf
                 if score:
                     raw.setdefault(term, []).append((doc_id, score))
-        postings = {t: tuple(p) for t, p in raw.items()}
+        # Two flat lists per term: ints and floats are not tracked by the garbage
+        # collector, a million (doc, score) tuples would be, and full collections
+        # would then stall searches.
+        postings = {t: ([d for d, _ in p], [x for _, x in p]) for t, p in raw.items()}
 
         exact: dict[str, list[int]] = {}
         for doc_id, d in enumerate(docs):
@@ -291,13 +295,20 @@ class SearchIndex:
             plist = self._postings.get(term)
             if plist is None:
                 continue
-            for doc_id, s in plist:
-                scores[doc_id] = get(doc_id, 0.0) + qw * s
+            if qw == 1.0:
+                for doc_id, s in zip(*plist, strict=True):
+                    scores[doc_id] = get(doc_id, 0.0) + s
+            else:
+                for doc_id, s in zip(*plist, strict=True):
+                    scores[doc_id] = get(doc_id, 0.0) + qw * s
         for key in _exact_keys(query):
             for doc_id in self._exact.get(key, ()):
                 scores[doc_id] = get(doc_id, 0.0) + _EXACT_BONUS
-        best = heapq.nsmallest(limit, scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        return [self._match(doc_id, score) for doc_id, score in best if score > 0]
+        # nlargest with a C-level key is the fast path; re-sort a few more than asked so
+        # that ties go to the tool listed first, whatever order the terms came in.
+        top = heapq.nlargest(limit + 8, scores.items(), key=itemgetter(1))
+        top.sort(key=lambda kv: (-kv[1], kv[0]))
+        return [self._match(doc_id, score) for doc_id, score in top[:limit] if score > 0]
 
     def _match(self, doc_id: int, score: float) -> Match:
         d = self._docs[doc_id]
