@@ -276,7 +276,6 @@ class ToolSearchBridge:
             arguments = {}
         if not isinstance(arguments, dict):
             return _error(f"tool_call `arguments` must be an object, not {type(arguments).__name__}")
-        cat = self._catalog()
         found = self._resolve(cat, name)
         if len(found) > 1:
             return _error(f"{name} is ambiguous; use one of: {', '.join(sorted(found))}")
