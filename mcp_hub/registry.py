@@ -567,7 +567,6 @@ class ToolRegistry:
             generation = self._generation
             entries_map = self._tools
             checks, envs = self._gates_for(generation, entries_map.values())
-            entries = None
         probes = tuple(self._check(fn) for fn in checks)
         env_state = tuple(bool(os.environ.get(v)) for v in envs)
         key = (name_key, generation, cache_key, probes, env_state)
@@ -575,21 +574,23 @@ class ToolRegistry:
             cached = self._defs_cache.get(key)
             if cached is not None:
                 self._defs_cache.move_to_end(key)
-            elif self._generation == generation:
+                entries = []
+            else:
+                # Mutated since the key was taken: build from the current state, don't cache.
+                cacheable = self._generation == generation
                 entries = [
                     e for n, e in self._tools.items() if name_key is None or n in name_key
                 ]
         if cached is not None:
             return list(map(dict.copy, cached))
-        if entries is None:  # mutated between the two lock sections: start over
-            return self.get_definitions(names, cache_key=cache_key)
         pass_checks = dict(zip(checks, probes, strict=True))
         built = tuple(self._build_definitions(entries, pass_checks))
-        with self._lock:
-            self._defs_cache[key] = built
-            self._defs_cache.move_to_end(key)
-            while len(self._defs_cache) > DEFINITIONS_CACHE_SIZE:
-                self._defs_cache.popitem(last=False)
+        if cacheable:
+            with self._lock:
+                self._defs_cache[key] = built
+                self._defs_cache.move_to_end(key)
+                while len(self._defs_cache) > DEFINITIONS_CACHE_SIZE:
+                    self._defs_cache.popitem(last=False)
         return list(map(dict.copy, built))
 
     def _build_definitions(

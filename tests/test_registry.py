@@ -776,3 +776,19 @@ def test_input_schema_of_supports_both_styles() -> None:
 
 def test_the_module_has_a_singleton_registry() -> None:
     assert isinstance(registry_module.registry, ToolRegistry)
+
+
+def test_a_mutation_during_a_pass_gives_current_definitions_that_are_not_cached() -> None:
+    reg = ToolRegistry()
+
+    def check() -> bool:
+        # Probes run outside the lock; here one changes the registry mid-pass.
+        if "late" not in reg:
+            reg.register("late", "x", schema(), handler)
+        return True
+
+    reg.register("a", "x", schema(), handler, check_fn=check)
+    assert [d["name"] for d in reg.get_definitions()] == ["a", "late"]
+    assert len(reg._defs_cache) == 0
+    assert [d["name"] for d in reg.get_definitions()] == ["a", "late"]
+    assert len(reg._defs_cache) == 1
