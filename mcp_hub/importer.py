@@ -64,6 +64,7 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Client-side variables: ${input:x}, ${env:X}, ${userHome}, ${workspaceFolder}, ${/} …
 _CLIENT_VAR = re.compile(r"\$\{([^}]*)\}")
+_HUB_VAR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(:-.*)?$")
 _SECRET_NAME = re.compile(
     r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|"
     r"CREDENTIAL|AUTH|COOKIE|SESSION|(^|[_-])KEY$|(^|[_-])PAT$|(^|[_-])PWD$)",
@@ -330,9 +331,11 @@ def _convert_vars(value: str, where: str, ctx: _Ctx) -> str:
             return ctx.need("WORKSPACE_FOLDER", where)
         if inner in ("/", "pathSeparator"):
             return os.sep
-        if _ENV_NAME.match(inner):
-            # Already the hub's syntax (Cursor and Claude Desktop users write this too).
-            return ctx.need(inner, where)
+        own = _HUB_VAR.match(inner)
+        if own:
+            # Already the hub's syntax, ${VAR} or ${VAR:-default}: kept as written.
+            ctx.needed_vars.setdefault(own.group(1), where)
+            return match.group(0)
         var = _env_var_name(inner)
         ctx.warnings.append(f"{where}: unknown variable ${{{inner}}} became ${{{var}}}")
         return ctx.need(var, where)
@@ -393,7 +396,7 @@ def _strip_url_password(value: str, server: str, where: str, ctx: _Ctx) -> str:
                             f"from the environment variable {var}")
         return f"{match.group(1)}:{ctx.need(var, where)}@"
 
-    return _convert_vars(_URL_CREDENTIALS.sub(repl, value), where, ctx)
+    return _URL_CREDENTIALS.sub(repl, _convert_vars(value, where, ctx))
 
 
 def _convert_url(url: str, server: str, where: str, ctx: _Ctx) -> str:

@@ -52,6 +52,7 @@ def run(client: Any, path: Path, **kw: Any) -> tuple[str, list[str], dict[str, A
     text, warnings = import_client_config(client, path, **kw)
     for secret in SECRETS:
         assert secret not in text, f"literal secret copied into the TOML: {secret[:6]}…"
+    assert not any("unknown variable" in w for w in warnings), warnings
     raw, config = load(text)
     return text, warnings, raw, config
 
@@ -171,6 +172,17 @@ def test_vscode_settings_json_with_mcp_key(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- edge cases
+
+
+def test_hub_style_references_are_kept_and_unknown_ones_converted(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "env": {
+        "A": "${HOME_DIR:-/home/u}", "B": "${MY_TOKEN}", "C": "${workspace Folder}"}}}}))
+    text, warnings = import_client_config("claude-desktop", cfg)
+    env = tomllib.loads(text)["servers"]["s"]["env"]
+    assert env == {"A": "${HOME_DIR:-/home/u}", "B": "${MY_TOKEN}", "C": "${WORKSPACE_FOLDER}"}
+    assert warned(warnings, "unknown variable ${workspace Folder}")
+    parse_config(text, environ={"MY_TOKEN": "t", "WORKSPACE_FOLDER": "/w"})
 
 
 def test_names_are_sanitised_unique_and_avoid_existing(tmp_path: Path) -> None:
@@ -342,3 +354,42 @@ def test_any_strings_round_trip_through_the_toml(name: str, args: list[str],
     assert server.get("args", []) == args
     assert server.get("env", {}) == env
     parse_config(text)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _cli_has_import() -> bool:
+    import argparse
+
+    from mcp_hub.cli import build_parser
+
+    sub = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return any("import" in a.choices for a in sub)
+
+
+@pytest.mark.skipif(not _cli_has_import(), reason="`mcp-hub import` is not wired into the CLI")
+def test_import_command_prints_and_appends(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    cmd = [sys.executable, "-m", "mcp_hub", "import"]
+    out = subprocess.run([*cmd, "vscode", str(VSCODE)], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "GITHUB_TOKEN" in out.stderr and "warning" in out.stderr
+    load(out.stdout)
+    target = tmp_path / "servers.toml"
+    target.write_text('[servers.github]\ncommand = "gh-mcp"\n')
+    out = subprocess.run([*cmd, "vscode", str(VSCODE), "-o", str(target)], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    _, config = load(target.read_text())
+    assert config.servers["github"].command == "gh-mcp"
+    assert config.servers["github-2"].url == "https://api.githubcopilot.com/mcp/"
+    missing = subprocess.run([*cmd, "cursor", str(tmp_path / "nope.json")], capture_output=True,
+                             text=True, env=env, cwd=tmp_path, timeout=60)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
