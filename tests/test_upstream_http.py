@@ -83,3 +83,24 @@ async def test_an_http_401_parks_the_server() -> None:
                 assert "HTTP 401" in status.last_error
                 assert "sk-secret" not in status.last_error
             server.should_exit = True
+
+
+async def test_an_unknown_http_session_reinitialises_and_the_call_goes_through() -> None:
+    port = free_port()
+    body = _block("net", "http", port).replace("keepalive_interval = 0.5",
+                                                "keepalive_interval = 0")
+    with anyio.fail_after(90):
+        async with http_upstream("http", port) as (_, proc), running(body) as (
+            manager, registry,
+        ):
+            conn = manager.connection("net")
+            assert conn is not None
+            proc.kill()
+            await proc.wait()
+            async with http_upstream("http", port):
+                # The new process has never seen the hub's session: it answers 404,
+                # which re-initialises, and the call (which never ran) is sent again.
+                result = await registry.dispatch("net_fail", {"message": "ran"},
+                                                 call=CallContext())
+                assert text_of(result) == "ran"
+                assert conn.reconnects >= 1

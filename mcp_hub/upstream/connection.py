@@ -105,7 +105,15 @@ class ToolRecord:
 
 
 class _Lost(Exception):
-    """The connection died while a request was in flight."""
+    """The connection died while a request was in flight.
+
+    ``reached`` is False when the server provably never ran the request (an HTTP
+    session the server no longer knows: it answered 404 before doing anything).
+    """
+
+    def __init__(self, reason: str, *, reached: bool = True) -> None:
+        super().__init__(reason)
+        self.reached = reached
 
 
 class _Call:
@@ -499,11 +507,19 @@ class ServerConnection:
                 self._mark_lost(f"keepalive ping failed: {_error_text(exc)}")
                 return
 
-    @staticmethod
-    def _is_fatal(exc: MCPError) -> bool:
+    def _is_fatal(self, exc: MCPError) -> bool:
         return exc.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT) or (
-            exc.code == types.INVALID_REQUEST and exc.message == "Session terminated"
-        )
+            self._session_gone(exc))
+
+    def _session_gone(self, exc: MCPError) -> bool:
+        """An HTTP 404 for our session id: the server restarted or expired the session."""
+        if self.config.transport != "http":
+            return False
+        if exc.message in ("Session terminated", "Session not found"):
+            return True
+        probe = self._probe
+        return probe is not None and probe.last_status == 404 and exc.code in (
+            types.INVALID_REQUEST, types.REQUEST_TIMEOUT)
 
     def request_refresh(self, kind: Kind) -> None:
         self._refresh_kinds.add(kind)
@@ -733,15 +749,16 @@ class ServerConnection:
                     f"{config.timeout:g} s (timeout); the call was cancelled upstream.")
             except _Lost as exc:
                 record = self.tools.get(raw)
-                read_only = record is not None and record.read_only
-                if attempt == 1 and read_only:
+                safe = not exc.reached or (record is not None and record.read_only)
+                if attempt == 1 and safe:
                     budget = min(hard_deadline - anyio.current_time(), config.connect_timeout
                                  + BACKOFF_INITIAL * (1 + BACKOFF_JITTER))
                     retry_session = await self.wait_session(budget, old=session)
                     if retry_session is not None:
                         session = retry_session
-                        logger.info("upstream %s: retrying read-only tool %s after reconnect",
-                                    self.name, raw)
+                        logger.info("upstream %s: retrying tool %s after reconnect (%s)",
+                                    self.name, raw,
+                                    "read-only" if exc.reached else "never reached the server")
                         continue
                 return self._error_result(
                     f"Server '{self.name}' connection was lost during the call to tool "
@@ -816,9 +833,12 @@ class ServerConnection:
             return result
         except MCPError as exc:
             if self._is_fatal(exc) and exc.code != types.REQUEST_TIMEOUT:
-                reason = self._lost_reason or exc.message
+                session_gone = self._session_gone(exc)
+                reason = self._lost_reason or (
+                    "the server no longer knows this HTTP session" if session_gone
+                    else exc.message)
                 self._mark_lost(reason)
-                raise _Lost(reason) from None
+                raise _Lost(reason, reached=not session_gone) from None
             raise
         finally:
             _current_call.reset(token)
