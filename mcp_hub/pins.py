@@ -1,0 +1,621 @@
+"""Tool pinning: trust on first use, and a loud signal when an upstream changes a tool.
+
+The first time the hub sees an upstream tool it records a fingerprint of what
+the model will read — the raw name, the description, the input schema and the
+annotations — in ``<state dir>/pins.json``. When a later listing differs (a
+"rug pull": an approved tool quietly rewritten to carry instructions), the
+change is recorded next to the pin and handled by the server's policy
+(``[servers.X] pin_policy``, default ``[pins] policy``):
+
+* ``warn`` (default): log a warning, show the change in ``hub_status`` and
+  ``mcp-hub pins diff``; the tool stays available with its new definition;
+* ``block``: as ``warn``, and the changed tool is hidden until
+  ``mcp-hub pins accept SERVER[/TOOL]`` re-pins it;
+* ``off``: no fingerprints are kept or compared.
+
+Descriptions are also scanned with :func:`mcp_hub.sanitize.tool_findings`;
+flagged tools are listed in the report whatever their pin state.
+
+The file is JSON, written atomically (temporary file + ``os.replace``) under
+an advisory lock (``pins.json.lock``), so the serving hub and the CLI can
+update it concurrently and a reader never sees a half-written file. Every
+write re-reads the file under the lock and applies its change to the freshest
+content. A tool going back to its pinned definition clears its recorded change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp_hub.config import HubConfig
+from mcp_hub.sanitize import tool_findings
+
+__all__ = [
+    "PIN_FIELDS",
+    "FieldChange",
+    "PinChange",
+    "PinError",
+    "PinStore",
+    "PinVerdict",
+    "Policy",
+    "cmd_pins_accept",
+    "cmd_pins_diff",
+    "fingerprint",
+    "pinned_view",
+    "pins_path",
+]
+
+logger = logging.getLogger("mcp_hub.pins")
+
+Policy = Literal["warn", "block", "off"]
+Status = Literal["new", "ok", "changed", "unchecked"]
+
+#: What a fingerprint covers: what the model reads and what decides how a client treats the tool.
+PIN_FIELDS = ("name", "description", "inputSchema", "annotations")
+_FORMAT_VERSION = 1
+_MAX_SHOWN = 160
+
+
+class PinError(Exception):
+    """The pin file cannot be read or written (the message names the file)."""
+
+
+def pinned_view(raw_name: str, tool_def: Mapping[str, Any]) -> dict[str, Any]:
+    """The pinned fields of a tool definition (MCP JSON, camelCase or snake_case keys).
+
+    ``raw_name`` is the upstream's own name, so a changed prefix in ``servers.toml``
+    does not look like a changed tool.
+    """
+    schema = tool_def.get("inputSchema", tool_def.get("input_schema"))
+    return {
+        "name": raw_name,
+        "description": tool_def.get("description") or "",
+        "inputSchema": schema if schema is not None else {},
+        "annotations": tool_def.get("annotations") or {},
+    }
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fingerprint(tool_def: Mapping[str, Any], raw_name: str | None = None) -> str:
+    """``sha256:<hex>`` of the canonical JSON of the pinned fields of ``tool_def``."""
+    name = raw_name if raw_name is not None else str(tool_def.get("name", ""))
+    digest = hashlib.sha256(_canonical(pinned_view(name, tool_def)).encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- diffs
+
+
+def _show(text: str) -> str:
+    """Text as a person should see it: invisible characters spelled out as escapes."""
+    out = []
+    for ch in text:
+        if ch in "\n\t" or ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    shown = "".join(out).replace("\n", "\\n")
+    return shown if len(shown) <= _MAX_SHOWN else shown[: _MAX_SHOWN - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """How one pinned field changed, in words."""
+
+    field: str
+    summary: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.summary}"
+
+
+def _diff_text(old: str, new: str) -> str:
+    parts: list[str] = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "insert":
+            parts.append(f"added '{_show(new[j1:j2])}'")
+        elif op == "delete":
+            parts.append(f"removed '{_show(old[i1:i2])}'")
+        elif op == "replace":
+            parts.append(f"'{_show(old[i1:i2])}' → '{_show(new[j1:j2])}'")
+    if len(parts) > 4:
+        parts = [*parts[:4], f"and {len(parts) - 4} more edits"]
+    return f"{len(old)} → {len(new)} characters: " + "; ".join(parts)
+
+
+def _type_of(prop: Any) -> str:
+    if isinstance(prop, dict):
+        return _canonical(prop.get("type", prop.get("anyOf", prop.get("$ref", "any"))))
+    return "any"
+
+
+def _diff_schema(old: Any, new: Any) -> str:
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return f"{_show(_canonical(old))} → {_show(_canonical(new))}"
+    parts: list[str] = []
+    old_props = old.get("properties") if isinstance(old.get("properties"), dict) else {}
+    new_props = new.get("properties") if isinstance(new.get("properties"), dict) else {}
+    assert isinstance(old_props, dict) and isinstance(new_props, dict)
+    added = sorted(set(new_props) - set(old_props))
+    removed = sorted(set(old_props) - set(new_props))
+    if added:
+        parts.append("parameters added: " + ", ".join(added))
+    if removed:
+        parts.append("parameters removed: " + ", ".join(removed))
+    for name in sorted(set(old_props) & set(new_props)):
+        before, after = old_props[name], new_props[name]
+        if before == after:
+            continue
+        if _type_of(before) != _type_of(after):
+            parts.append(f"parameter {name} type {_type_of(before)} → {_type_of(after)}")
+        elif isinstance(before, dict) and isinstance(after, dict) and (
+                before.get("description") != after.get("description")):
+            parts.append(f"parameter {name} description "
+                         + _diff_text(str(before.get("description") or ""),
+                                      str(after.get("description") or "")))
+        else:
+            parts.append(f"parameter {name} changed")
+    old_req, new_req = set(old.get("required") or []), set(new.get("required") or [])
+    if old_req != new_req:
+        parts.append(f"required {sorted(old_req)} → {sorted(new_req)}")
+    rest_old = {k: v for k, v in old.items() if k not in ("properties", "required")}
+    rest_new = {k: v for k, v in new.items() if k not in ("properties", "required")}
+    if rest_old != rest_new:
+        keys = sorted(k for k in set(rest_old) | set(rest_new) if rest_old.get(k) != rest_new.get(k))
+        parts.append("schema keys changed: " + ", ".join(keys))
+    return "; ".join(parts) or "changed"
+
+
+def _diff_mapping(old: Any, new: Any) -> str:
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return f"{_show(_canonical(old))} → {_show(_canonical(new))}"
+    parts = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            before = _canonical(old[key]) if key in old else "(unset)"
+            after = _canonical(new[key]) if key in new else "(unset)"
+            parts.append(f"{key} {_show(before)} → {_show(after)}")
+    return "; ".join(parts) or "changed"
+
+
+def diff_fields(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldChange]:
+    """Which pinned fields differ between two pinned views, and how."""
+    changes: list[FieldChange] = []
+    for name in PIN_FIELDS:
+        before, after = old.get(name), new.get(name)
+        if _canonical(before) == _canonical(after):
+            continue
+        if name == "description":
+            summary = _diff_text(str(before or ""), str(after or ""))
+        elif name == "inputSchema":
+            summary = _diff_schema(before, after)
+        elif name == "annotations":
+            summary = _diff_mapping(before, after)
+        else:
+            summary = f"'{_show(str(before))}' → '{_show(str(after))}'"
+        changes.append(FieldChange(name, summary))
+    return changes
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class PinChange:
+    """A tool whose current definition differs from its pin."""
+
+    server: str
+    tool: str
+    fields: tuple[FieldChange, ...]
+    pinned_fingerprint: str
+    current_fingerprint: str
+    detected_at: float
+    blocked: bool
+
+    def describe(self) -> str:
+        """Several lines: which tool, then one line per changed field."""
+        head = f"{self.server}/{self.tool}: changed since pinned"
+        if self.blocked:
+            head += " (blocked until accepted)"
+        return "\n".join([head, *(f"  {change}" for change in self.fields)])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"server": self.server, "tool": self.tool, "blocked": self.blocked,
+                "detected_at": self.detected_at,
+                "fields": [{"field": c.field, "change": c.summary} for c in self.fields]}
+
+
+@dataclass(frozen=True, slots=True)
+class PinVerdict:
+    """What :meth:`PinStore.check` decided for one tool.
+
+    ``status``: ``new`` (just pinned), ``ok`` (matches its pin), ``changed``
+    (differs; ``change`` says how), ``unchecked`` (policy ``off``).
+    ``blocked``: the caller must not expose the tool.
+    """
+
+    status: Status
+    blocked: bool = False
+    change: PinChange | None = None
+    findings: tuple[str, ...] = ()
+
+
+@dataclass
+class _Observed:
+    findings: tuple[str, ...] = ()
+    blocked: bool = False
+
+
+@dataclass
+class _State:
+    servers: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class PinStore:
+    """The pin file of one hub: fingerprints, recorded changes, and the policy.
+
+    ``policy`` is the default (``[pins] policy``); ``server_policies`` overrides it
+    per server (``[servers.X] pin_policy``). Thread-safe; cheap for unchanged tools
+    (no disk access beyond one ``stat`` per :meth:`check_many`).
+    """
+
+    def __init__(self, path: Path, *, policy: Policy = "warn",
+                 server_policies: Mapping[str, Policy | None] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self.policy: Policy = policy
+        self.server_policies: dict[str, Policy] = {
+            k: v for k, v in (server_policies or {}).items() if v is not None}
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._state = _State()
+        self._stamp: tuple[int, int] | None = None
+        self._observed: dict[tuple[str, str], _Observed] = {}
+        self._warned: set[tuple[str, str, str]] = set()
+        self._load_if_changed()
+
+    @classmethod
+    def for_config(cls, config: HubConfig) -> PinStore:
+        """The store of ``config``: ``<state dir>/pins.json`` with its policies."""
+        return cls(pins_path(config), policy=config.pins.policy,
+                   server_policies={n: s.pin_policy for n, s in config.servers.items()})
+
+    def policy_for(self, server: str) -> Policy:
+        return self.server_policies.get(server, self.policy)
+
+    # -- file ----------------------------------------------------------------------------
+    @property
+    def _lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self._lock_path, "a+b") as handle:
+            if sys.platform != "win32":
+                import fcntl
+
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                if sys.platform != "win32":
+                    import fcntl
+
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _read(self) -> _State:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return _State()
+        except OSError as exc:
+            raise PinError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PinError(f"{self.path}: not valid JSON ({exc}); move it away to start "
+                           "pinning afresh") from None
+        servers = data.get("servers") if isinstance(data, dict) else None
+        if not isinstance(servers, dict):
+            raise PinError(f"{self.path}: no 'servers' object; move it away to start afresh")
+        return _State({str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)})
+
+    def _write(self, state: _State) -> None:
+        data = {"version": _FORMAT_VERSION, "servers": state.servers}
+        text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False)
+        fd, tmp = tempfile.mkstemp(prefix=".pins-", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def _load_if_changed(self) -> bool:
+        stamp = self._stat()
+        if stamp == self._stamp and stamp is not None:
+            return False
+        self._state = self._read()
+        self._stamp = stamp
+        return True
+
+    def reload(self) -> set[str]:
+        """Re-read the file if another process changed it; the servers whose records differ.
+
+        A serving hub calls this periodically so that ``mcp-hub pins accept`` takes
+        effect without a restart (refresh the returned servers' tools).
+        """
+        with self._lock:
+            before = {k: _canonical(v) for k, v in self._state.servers.items()}
+            if not self._load_if_changed():
+                return set()
+            after = {k: _canonical(v) for k, v in self._state.servers.items()}
+            return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+
+    def _mutate(self, fn: Callable[[_State], bool]) -> None:
+        """Apply ``fn`` to the freshest file content under the lock; write if it changed."""
+        with self._lock, self._file_lock():
+            state = self._read()
+            if fn(state):
+                self._write(state)
+            self._state = state
+            self._stamp = self._stat()
+
+    # -- checking ------------------------------------------------------------------------
+    def check(self, server: str, raw_name: str, tool_def: Mapping[str, Any]) -> PinVerdict:
+        """Compare one tool with its pin (pinning it if new); see :meth:`check_many`."""
+        return self.check_many(server, {raw_name: tool_def})[raw_name]
+
+    def check_many(self, server: str, tools: Mapping[str, Mapping[str, Any]]
+                   ) -> dict[str, PinVerdict]:
+        """Check every tool of one listing of ``server`` (raw name → MCP definition).
+
+        New tools are pinned; changed tools are recorded; the file is written at
+        most once. Under policy ``block`` a changed tool's verdict is ``blocked``.
+        """
+        policy = self.policy_for(server)
+        verdicts: dict[str, PinVerdict] = {}
+        views = {raw: pinned_view(raw, d) for raw, d in tools.items()}
+        findings = {raw: tuple(tool_findings(dict(views[raw]))) for raw in tools}
+        with self._lock:
+            for raw in tools:
+                self._note_findings(server, raw, findings[raw])
+            if policy == "off":
+                for raw in tools:
+                    self._observed.setdefault((server, raw), _Observed()).blocked = False
+                    verdicts[raw] = PinVerdict("unchecked", findings=findings[raw])
+                return verdicts
+            self._load_if_changed()
+            now = self._clock()
+            records = self._state.servers.get(server, {})
+            pending_writes: dict[str, dict[str, Any]] = {}
+            for raw, view in views.items():
+                fp = "sha256:" + hashlib.sha256(_canonical(view).encode("utf-8")).hexdigest()
+                record = records.get(raw)
+                if record is None:
+                    pending_writes[raw] = {"fingerprint": fp, "pinned_at": now, "tool": view}
+                    verdicts[raw] = PinVerdict("new", findings=findings[raw])
+                    continue
+                if record.get("fingerprint") == fp:
+                    if "changed" in record:
+                        pending_writes[raw] = {k: v for k, v in record.items() if k != "changed"}
+                    verdicts[raw] = PinVerdict("ok", findings=findings[raw])
+                    continue
+                seen = record.get("changed")
+                detected = now
+                if isinstance(seen, dict) and seen.get("fingerprint") == fp:
+                    detected = float(seen.get("detected_at", now))
+                else:
+                    pending_writes[raw] = {**record, "changed": {
+                        "fingerprint": fp, "detected_at": now, "tool": view}}
+                blocked = policy == "block"
+                change = PinChange(server, raw, tuple(diff_fields(record.get("tool") or {}, view)),
+                                   str(record.get("fingerprint")), fp, detected, blocked)
+                verdicts[raw] = PinVerdict("changed", blocked, change, findings[raw])
+            for raw, verdict in verdicts.items():
+                self._observed.setdefault((server, raw), _Observed()).blocked = verdict.blocked
+            if pending_writes:
+                self._save_records(server, pending_writes)
+        for verdict in verdicts.values():
+            if verdict.change is not None:
+                self._warn(verdict.change)
+        return verdicts
+
+    def _save_records(self, server: str, records: dict[str, dict[str, Any]]) -> None:
+        def apply(state: _State) -> bool:
+            current = state.servers.setdefault(server, {})
+            changed = False
+            for raw, record in records.items():
+                old = current.get(raw)
+                if old is not None and "changed" not in record and "changed" not in old and \
+                        old.get("fingerprint") != record.get("fingerprint"):
+                    # Pinned by another process meanwhile with a different definition:
+                    # the first pin wins, and this one is recorded as a change.
+                    record = {**old, "changed": {"fingerprint": record["fingerprint"],
+                                                 "detected_at": record["pinned_at"],
+                                                 "tool": record["tool"]}}
+                if old != record:
+                    current[raw] = record
+                    changed = True
+            return changed
+
+        try:
+            self._mutate(apply)
+        except OSError as exc:
+            logger.error("pins: cannot write %s: %s", self.path, exc.strerror or exc)
+
+    def _note_findings(self, server: str, raw: str, findings: tuple[str, ...]) -> None:
+        observed = self._observed.setdefault((server, raw), _Observed())
+        if findings and findings != observed.findings:
+            logger.warning("upstream %s: tool %s description carries instructions aimed at the model: %s",
+                           server, raw, "; ".join(findings))
+        observed.findings = findings
+
+    def _warn(self, change: PinChange) -> None:
+        key = (change.server, change.tool, change.current_fingerprint)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        action = (f"hidden until `mcp-hub pins accept {change.server}/{change.tool}`"
+                  if change.blocked else "still served (pin policy warn)")
+        logger.warning("upstream %s: tool %s changed since it was pinned (%s); %s",
+                       change.server, change.tool,
+                       "; ".join(str(c) for c in change.fields) or "fingerprint differs", action)
+
+    def forget_server(self, server: str) -> None:
+        """Drop what is known in memory about ``server``'s live tools (it went away)."""
+        with self._lock:
+            for key in [k for k in self._observed if k[0] == server]:
+                del self._observed[key]
+
+    # -- reading -------------------------------------------------------------------------
+    def diff(self, server: str | None = None) -> list[PinChange]:
+        """Every recorded change (of ``server`` only, if given), sorted by server and tool."""
+        with self._lock:
+            self._load_if_changed()
+            out: list[PinChange] = []
+            for name in sorted(self._state.servers):
+                if server is not None and name != server:
+                    continue
+                blocked = self.policy_for(name) == "block"
+                for raw, record in sorted(self._state.servers[name].items()):
+                    seen = record.get("changed")
+                    if not isinstance(seen, dict):
+                        continue
+                    out.append(PinChange(
+                        name, raw, tuple(diff_fields(record.get("tool") or {}, seen.get("tool") or {})),
+                        str(record.get("fingerprint")), str(seen.get("fingerprint")),
+                        float(seen.get("detected_at", 0.0)), blocked))
+            return out
+
+    def is_blocked(self, server: str, raw_name: str) -> bool:
+        """Whether the last check of this tool decided to hide it."""
+        with self._lock:
+            observed = self._observed.get((server, raw_name))
+            return observed is not None and observed.blocked
+
+    def accept(self, server: str, tool: str | None = None) -> list[str]:
+        """Re-pin the recorded changes of ``server`` (one ``tool`` or all); the accepted names."""
+        accepted: list[str] = []
+
+        def apply(state: _State) -> bool:
+            records = state.servers.get(server, {})
+            for raw, record in records.items():
+                seen = record.get("changed")
+                if (tool is not None and raw != tool) or not isinstance(seen, dict):
+                    continue
+                records[raw] = {"fingerprint": seen.get("fingerprint"),
+                                "pinned_at": self._clock(), "tool": seen.get("tool")}
+                accepted.append(raw)
+            return bool(accepted)
+
+        self._mutate(apply)
+        with self._lock:
+            for raw in accepted:
+                observed = self._observed.get((server, raw))
+                if observed is not None:
+                    observed.blocked = False
+        for raw in accepted:
+            logger.info("pins: accepted the current definition of %s/%s", server, raw)
+        return sorted(accepted)
+
+    def report(self) -> dict[str, Any]:
+        """For ``hub_status``: the policy, recorded changes, blocked and flagged tools."""
+        changes = self.diff()
+        with self._lock:
+            pinned = sum(len(v) for v in self._state.servers.values())
+            blocked = sorted(f"{s}/{t}" for (s, t), o in self._observed.items() if o.blocked)
+            flagged = [{"server": s, "tool": t, "findings": list(o.findings)}
+                       for (s, t), o in sorted(self._observed.items()) if o.findings]
+        return {
+            "policy": self.policy,
+            "server_policies": dict(sorted(self.server_policies.items())),
+            "file": str(self.path),
+            "pinned": pinned,
+            "changed": [c.as_dict() for c in changes],
+            "blocked": blocked,
+            "flagged": flagged,
+        }
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def pins_path(config: HubConfig) -> Path:
+    """``<state dir>/pins.json`` of ``config`` (see :meth:`HubConfig.state_path`)."""
+    return config.state_path() / "pins.json"
+
+
+def cmd_pins_diff(config: HubConfig) -> int:
+    """``mcp-hub pins diff``: print every recorded change; 0 when there is none, else 1.
+
+    Changes are recorded by any hub run that listed the upstreams (``serve``,
+    ``check``, ``tools``); run ``mcp-hub check`` to record the current state.
+    """
+    try:
+        store = PinStore.for_config(config)
+        changes = store.diff()
+    except PinError as exc:
+        print(f"mcp-hub: {exc}", file=sys.stderr)
+        return 2
+    if not changes:
+        print(f"no tool changed since it was pinned ({store.path})")
+        return 0
+    for change in changes:
+        print(change.describe())
+    print(f"\n{len(changes)} changed tool(s); accept with: mcp-hub pins accept SERVER[/TOOL]")
+    return 1
+
+
+def cmd_pins_accept(config: HubConfig, target: str) -> int:
+    """``mcp-hub pins accept SERVER[/TOOL]``: re-pin recorded changes; 1 if nothing matched."""
+    server, _, tool = target.partition("/")
+    if not server:
+        print("mcp-hub: pins accept: expected SERVER or SERVER/TOOL", file=sys.stderr)
+        return 2
+    try:
+        store = PinStore.for_config(config)
+        accepted = store.accept(server, tool or None)
+    except PinError as exc:
+        print(f"mcp-hub: {exc}", file=sys.stderr)
+        return 2
+    if not accepted:
+        what = f"{server}/{tool}" if tool else f"server {server}"
+        print(f"mcp-hub: no recorded change for {what}; `mcp-hub pins diff` lists them",
+              file=sys.stderr)
+        return 1
+    for raw in accepted:
+        print(f"accepted {server}/{raw}")
+    return 0
