@@ -104,3 +104,29 @@ async def test_an_unknown_http_session_reinitialises_and_the_call_goes_through()
                                                  call=CallContext())
                 assert text_of(result) == "ran"
                 assert conn.reconnects >= 1
+
+
+async def test_over_streamable_http_a_request_goes_only_to_the_client_that_caused_it() -> None:
+    from tests.test_upstream_relay import Client
+
+    port = free_port()
+    with anyio.fail_after(60):
+        async with (
+            http_upstream("http", port),
+            running(_block("net", "http", port)) as (_, registry),
+        ):
+            capable = Client("capable")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: registry.dispatch(
+                    "net_slow", {"seconds": 30, "steps": 300}, call=capable))
+                await capable.arrived.wait()
+                # A capable call is in flight, but this caller cannot sample: on HTTP the
+                # hub knows whose request it is and does not borrow the other client.
+                result = await registry.dispatch("net_sample", {"prompt": "hi"},
+                                                 call=Client("plain", capable=False))
+                assert result.is_error
+                assert "cannot relay sampling/createMessage" in text_of(result)
+                sampled = await registry.dispatch("net_sample", {"prompt": "hi"},
+                                                  call=Client("mine"))
+                assert text_of(sampled) == "sampled[m]: from mine"
+                tg.cancel_scope.cancel()

@@ -848,10 +848,11 @@ class ServerConnection:
 
     def _route(self, capable: Callable[[CallContext], bool] | None) -> _Call | None:
         current = _current_call.get()
-        if current is not None and current.conn is self and current.call is not None and (
-            capable is None or capable(current.call)
-        ):
-            return current
+        if current is not None and current.conn is self:
+            # The transport told us which call caused this: never hand it to another client.
+            call = current.call
+            ok = call is not None and (capable is None or capable(call))
+            return current if ok else None
         for record in reversed(self._inflight.values()):
             if record.call is not None and (capable is None or capable(record.call)):
                 return record

@@ -193,6 +193,7 @@ class UpstreamManager:
                     start.append(name)
             else:
                 conn.settings = new.hub
+                conn.wake()  # a parked server is probed again on reload
         for name in new.servers:
             if name not in self._connections and name not in start:
                 start.append(name)
