@@ -119,6 +119,23 @@ def coerce_value(value: Any, prop: Mapping[str, Any]) -> Any:
     return value
 
 
+# properties object → (that object, property name → admitted types); identity-checked.
+_plans: dict[int, tuple[Mapping[str, Any], dict[str, set[str]]]] = {}
+_MAX_PLANS = 50_000
+
+
+def _plan(props: Mapping[str, Any]) -> dict[str, set[str]]:
+    """The admitted types of each property, computed once per schema object."""
+    cached = _plans.get(id(props))
+    if cached is not None and cached[0] is props:
+        return cached[1]
+    plan = {k: _types_of(p) for k, p in props.items() if isinstance(p, Mapping)}
+    if len(_plans) >= _MAX_PLANS:
+        _plans.clear()
+    _plans[id(props)] = (props, plan)
+    return plan
+
+
 def coerce_tool_args(
     name_or_schema: str | Mapping[str, Any],
     args: dict[str, Any],
@@ -141,12 +158,13 @@ def coerce_tool_args(
     props = schema.get("properties")
     if not isinstance(props, Mapping) or not isinstance(args, dict):
         return args
+    plan = _plan(props)
     changed: dict[str, Any] | None = None
     for key, value in args.items():
-        prop = props.get(key)
-        if not isinstance(prop, Mapping):
+        types = plan.get(key)
+        if not types or _fits(value, types):  # the common case: nothing to do
             continue
-        new = coerce_value(value, prop)
+        new = coerce_value(value, props[key])
         if new is not value:
             if changed is None:
                 changed = dict(args)
