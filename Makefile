@@ -12,7 +12,7 @@ export PATH := $(BIN):$(NODE_BIN):$(PATH)
 HOST ?= 127.0.0.1
 PORT ?= 8765
 
-.PHONY: setup run test lint typecheck check-all bench clean
+.PHONY: setup run test lint browser check-all clean
 
 setup: $(VENV)/.installed js/node_modules/.installed
 
@@ -35,6 +35,10 @@ test: setup
 lint: setup
 	$(BIN)/ruff check mcp_hub builtin_tools tests bench
 	$(BIN)/mypy
+	if [ -x $(BIN)/hadolint ]; then $(BIN)/hadolint Dockerfile; fi
+
+browser: setup
+	.ci/install-browser
 
 check-all: lint test
 

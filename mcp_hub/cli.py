@@ -254,6 +254,33 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    import tomllib
+
+    from mcp_hub.importer import import_client_config
+
+    target = Path(args.output) if args.output else None
+    existing: list[str] = []
+    if target is not None and target.exists():
+        try:
+            existing = list(tomllib.loads(target.read_text(encoding="utf-8")).get("servers", {}))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{target}: invalid TOML: {exc}") from None
+    text, warnings = import_client_config(
+        args.client, Path(args.path) if args.path else None, existing_names=existing)
+    for warning in warnings:
+        print(f"mcp-hub: warning: {warning}", file=sys.stderr)
+    if target is None:
+        sys.stdout.write(text)
+        return 0
+    with target.open("a", encoding="utf-8") as out:
+        if target.stat().st_size:
+            out.write("\n")
+        out.write(text)
+    print(f"mcp-hub: appended to {target}", file=sys.stderr)
+    return 0
+
+
 # ---------------------------------------------------------------------------- parser
 
 
@@ -312,6 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--url", help="point the client at a running HTTP hub instead of stdio")
     s.add_argument("--name", default="mcp-hub", help="the server name in the client's config")
     s.set_defaults(func=cmd_config)
+    p = sub.add_parser("import", parents=[common],
+                       help="convert a client's MCP config into servers.toml entries")
+    p.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])
+    p.add_argument("path", nargs="?", help="the client's config file (default: its usual location)")
+    p.add_argument("--output", "-o", help="append to this servers.toml instead of printing")
+    p.set_defaults(func=cmd_import)
     return parser
 
 

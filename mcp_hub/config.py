@@ -67,6 +67,22 @@ class HttpConfig(_Model):
     session_idle_timeout: float = Field(default=3600.0, gt=0)
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
 
+    @field_validator("auth_tokens")
+    @classmethod
+    def _strong_tokens(cls, value: list[str]) -> list[str]:
+        # Empty entries (an optional "${NEXT_TOKEN:-}") are dropped; a short token is an error.
+        tokens = [t for t in value if t]
+        for i, token in enumerate(tokens):
+            if len(token) < MIN_TOKEN_LENGTH:
+                raise ValueError(
+                    f"token {i + 1} is {len(token)} characters long; use at least {MIN_TOKEN_LENGTH} "
+                    "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+                )
+        return tokens
+
+
+MIN_TOKEN_LENGTH = 16
+
 
 class HubSettings(_Model):
     """``[hub]``: identity and global policies of the hub."""

@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 # Probes must work without credentials; they reveal nothing but up/ready.
 _OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 COOKIE_NAME = "mcp_hub_token"
+_COOKIE_PATHS = frozenset({"/", "/status.json", "/metrics"})
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -88,6 +89,11 @@ class GuardMiddleware:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
+        path = scope.get("path", "")
+        if path in _OPEN_PATHS:
+            # Probes come with the pod IP or 127.0.0.1 as Host and reveal only up/ready.
+            await self.app(scope, receive, send)
+            return
         if self.check_host and not _host_allowed(host, self.allowed_hosts):
             logger.warning("refused request with Host %r (DNS-rebinding protection)", host[:100])
             await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
@@ -97,20 +103,23 @@ class GuardMiddleware:
             logger.warning("refused request with Origin %r", origin[:100])
             await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
             return
-        path = scope.get("path", "")
         if self.tokens and path == "/" and scope.get("query_string"):
             # A browser cannot send a bearer header: /?token=T trades the token for
             # an HttpOnly, SameSite=Strict cookie and drops it from the address bar.
             query = parse_qs(scope["query_string"].decode("latin-1"))
             given = (query.get("token") or [""])[0]
             if given and self._authenticate(f"Bearer {given}") is not None:
-                cookie = (f"{COOKIE_NAME}={quote(given)}; HttpOnly; SameSite=Strict; Path=/")
+                secure = scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
+                cookie = f"{COOKIE_NAME}={quote(given)}; HttpOnly; SameSite=Strict; Path=/"
+                if secure:
+                    cookie += "; Secure"
                 await Response(status_code=303, headers={"Location": "/", "Set-Cookie": cookie})(
                     scope, receive, send)
                 return
         if self.tokens and path not in _OPEN_PATHS:
             index = self._authenticate(headers.get("authorization", ""))
-            if index is None:
+            if index is None and scope.get("method") == "GET" and path in _COOKIE_PATHS:
+                # The cookie opens only the read-only pages, never the MCP endpoints.
                 index = self._authenticate_cookie(headers.get("cookie", ""))
             if index is None:
                 client = scope.get("client") or ("?", 0)

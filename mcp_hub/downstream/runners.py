@@ -72,8 +72,10 @@ async def serve_http(
 ) -> None:
     """Serve Streamable HTTP, SSE, health, metrics and the status page with uvicorn."""
     http = config.hub.http
-    check_bind(host, http.auth_tokens, allow_unauthenticated)
-    runtime.set_listener(runtime.Listener("http", host, bool(http.auth_tokens)))
+    # An interpolated token that came out empty ("${MCP_HUB_TOKEN}" unset to "") is no token.
+    tokens = [t for t in http.auth_tokens if t]
+    check_bind(host, tokens, allow_unauthenticated)
+    runtime.set_listener(runtime.Listener("http", host, bool(tokens)))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
