@@ -96,6 +96,7 @@ class HubSettings(_Model):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = "text"
     max_result_size_chars: int = Field(default=100_000, ge=1000)
+    watch_config: bool = True
     http: HttpConfig = Field(default_factory=HttpConfig)
 
 

@@ -23,11 +23,11 @@ import anyio.abc
 from mcp import types
 
 from mcp_hub import __version__, runtime
-from mcp_hub.config import HubConfig
+from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.discovery import discover_builtin_tools
 from mcp_hub.downstream.sessions import ChangeKind, SessionTracker
-from mcp_hub.errors import UnknownToolError
+from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.metrics import Metrics
 from mcp_hub.pipeline import handle_function_call
 from mcp_hub.plugins import HookManager, PluginContext, load_plugins
@@ -147,6 +147,70 @@ class Hub:
         """Wait until every upstream finished its first connect (or the startup timeout)."""
         limit = self.config.hub.startup_timeout if timeout is None else timeout
         await self.upstreams.wait_ready(limit)
+
+    # ------------------------------------------------------------------ reload
+    async def reload(self, new: HubConfig | None = None) -> bool:
+        """Apply a new config (re-read from the same file when ``new`` is None).
+
+        Added servers connect, removed ones disconnect (their tools leave),
+        changed ones restart, unchanged ones are not touched. An invalid file
+        keeps the running config and logs the error with its key path; returns
+        whether the new config was applied.
+        """
+        if new is None:
+            try:
+                new = await anyio.to_thread.run_sync(load_config, self.config.source)
+            except ConfigError as exc:
+                logger.error("config reload refused, keeping the running config: %s", exc)
+                return False
+        add_secrets(new.secret_values)
+        runtime.set_config(new)
+        self.registry.allow_tool_override = new.hub.allow_tool_override
+        for name, ts in new.toolsets.items():
+            register_composite(name, ts.tools, ts.includes, ts.description)
+        self.config = new
+        self.bridge.settings = new.tool_search
+        self._tools_cache.clear()
+        self._catalog_cache = None
+        await self.upstreams.apply_config(new)
+        self.registry.invalidate_check_fn_cache()
+        self.sessions.changed("tools")
+        logger.info("config reloaded from %s", new.source or "(memory)")
+        return True
+
+    async def watch_config(self, *, interval: float = 1.0) -> None:
+        """Reload whenever the config file changes on disk (polled; no extra dependency)."""
+        path = self.config.source
+        if path is None:
+            return
+        apath = anyio.Path(path)
+
+        async def stamp() -> tuple[float, int] | None:
+            try:
+                st = await apath.stat()
+            except OSError:
+                return None
+            return (st.st_mtime, st.st_size)
+
+        last = await stamp()
+        while True:
+            await anyio.sleep(interval)
+            current = await stamp()
+            if current is not None and current != last:
+                last = current
+                await self.reload()
+
+    async def reload_on_sighup(self) -> None:
+        """Reload on SIGHUP (where the platform has it)."""
+        import signal
+
+        sighup = getattr(signal, "SIGHUP", None)
+        if sighup is None:
+            return
+        with anyio.open_signal_receiver(sighup) as signals:
+            async for _ in signals:
+                logger.info("SIGHUP: reloading the config")
+                await self.reload()
 
     # ------------------------------------------------------------------ changes
     def _on_registry_change(self, generation: int) -> None:

@@ -7,13 +7,17 @@ upstream so no child process outlives the hub.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import uvicorn
 from mcp.server.stdio import stdio_server
 
@@ -46,9 +50,38 @@ async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
         server = build_server(hub, profile)
         async with anyio.create_task_group() as tg:
             tg.start_soon(_cancel_on_signals, tg.cancel_scope)
+            _start_reloaders(hub, tg)
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
             tg.cancel_scope.cancel()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, minus re-raising the stop signal after a graceful shutdown.
+
+    uvicorn re-raises SIGINT/SIGTERM once it has drained, which would kill the
+    process before the Hub closes its upstreams; the hub exits normally instead.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+
+def _start_reloaders(hub: Hub, tg: anyio.abc.TaskGroup) -> None:
+    """Hot reload: on SIGHUP, and when the config file changes on disk."""
+    tg.start_soon(hub.reload_on_sighup)
+    if hub.config.hub.watch_config:
+        tg.start_soon(hub.watch_config)
 
 
 def check_bind(host: str, tokens: list[str], allow_unauthenticated: bool) -> None:
@@ -90,7 +123,7 @@ async def serve_http(
             timeout_graceful_shutdown=GRACEFUL_SECONDS, server_header=False,
             limit_concurrency=None,
         )
-        server = uvicorn.Server(uv_config)
+        server = _Server(uv_config)
         endpoints = describe_endpoints(host, actual_port, list(config.profiles))
         print(
             f"mcp-hub listening on {endpoints['streamable_http']} "
@@ -99,4 +132,7 @@ async def serve_http(
         )
         if port_file is not None:
             await anyio.Path(port_file).write_text(str(actual_port))
-        await server.serve(sockets=[sock])
+        async with anyio.create_task_group() as tg:
+            _start_reloaders(hub, tg)
+            await server.serve(sockets=[sock])
+            tg.cancel_scope.cancel()
