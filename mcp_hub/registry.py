@@ -63,7 +63,7 @@ DEFINITIONS_CACHE_SIZE = 8
 MAX_ERROR_CHARS = 2000
 
 # Keys of an MCP tool definition passed through besides name/description/inputSchema.
-_OPTIONAL_KEYS = ("title", "outputSchema", "annotations", "_meta", "icons")
+_OPTIONAL_KEYS = ("title", "outputSchema", "annotations", "_meta", "icons", "execution")
 _EMPTY_INPUT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 

@@ -394,7 +394,8 @@ def test_definitions_are_sorted_and_normalised_to_mcp_style() -> None:
         "name": "raw_zeta", "description": "Z.", "title": "Zeta",
         "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
         "annotations": {"readOnlyHint": True}, "_meta": {"k": 1},
-        "icons": [{"src": "https://x/icon.png"}], "ignored": 1,
+        "icons": [{"src": "https://x/icon.png"}], "execution": {"taskSupport": "required"},
+        "ignored": 1,
     }, handler)
     reg.register("alpha", "file", {
         "name": "alpha", "description": "OpenAI style.",
@@ -411,6 +412,7 @@ def test_definitions_are_sorted_and_normalised_to_mcp_style() -> None:
         "name": "zeta", "description": "Z.", "title": "Zeta", "inputSchema": {"type": "object"},
         "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True},
         "_meta": {"k": 1}, "icons": [{"src": "https://x/icon.png"}],
+        "execution": {"taskSupport": "required"},
     }
 
 
