@@ -43,7 +43,7 @@ __all__ = ["Hub"]
 logger = logging.getLogger(__name__)
 
 _TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations",
-                "_meta", "icons")
+                "_meta", "icons", "execution")
 
 
 def _server_of_toolset(toolset: str) -> str:

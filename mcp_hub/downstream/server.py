@@ -91,6 +91,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         return types.ListPromptsResult(prompts=hub.upstreams.list_prompts())
 
     async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        await _startup(hub)
         call = SessionCallContext(ctx, params.name, hub)
         return await hub.upstreams.get_prompt(params.name, params.arguments, call)
 
@@ -104,16 +105,19 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     async def list_templates(
         ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
+        await _startup(hub)
         return types.ListResourceTemplatesResult(
             resource_templates=hub.upstreams.list_resource_templates()
         )
 
     async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        await _startup(hub)
         call = SessionCallContext(ctx, str(params.uri), hub)
         return await hub.upstreams.read_resource(str(params.uri), call)
 
     async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = _track(hub, ctx)
+        await _startup(hub)
         uri = str(params.uri)
         subs = hub.resource_subscribers.setdefault(uri, [])
         if conn not in subs:
@@ -133,6 +137,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         return types.EmptyResult()
 
     async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        await _startup(hub)
         completion = await hub.upstreams.complete(params.ref, params.argument, params.context)
         return types.CompleteResult(completion=completion)
 
