@@ -7,8 +7,9 @@ is weak: a connection the transport has dropped is garbage and disappears by
 itself; a per-connection exit-stack callback forgets it eagerly too.
 
 Changes are coalesced: a burst of registry mutations (an upstream refresh, a
-reconnect, 100 list_changed in a second) becomes one notification per kind per
-``debounce`` window, sent to every live handshake session and published on the
+reconnect, 100 list_changed in a second) becomes one notification per kind once
+the burst has been quiet for ``debounce`` (at most ``max_delay`` after it
+began), sent to every live handshake session and published on the
 ``subscriptions/listen`` bus for 2026-07-28 clients.
 """
 
@@ -43,10 +44,12 @@ _KINDS: tuple[ChangeKind, ...] = ("tools", "prompts", "resources")
 class SessionTracker:
     """Tracks live downstream connections and broadcasts list changes to them."""
 
-    def __init__(self, *, debounce: float = 0.05) -> None:
+    def __init__(self, *, debounce: float = 0.02, max_delay: float = 1.0) -> None:
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.bus = InMemorySubscriptionBus()
         self._debounce = debounce
+        self._max_delay = max_delay
+        self._marks = 0
         self._pending: set[ChangeKind] = set()
         self._wake: anyio.Event | None = None
         self._token: Any = None
@@ -97,6 +100,7 @@ class SessionTracker:
 
     def _mark(self, kind: ChangeKind) -> None:
         self._pending.add(kind)
+        self._marks += 1
         if self._wake is not None:
             self._wake.set()
 
@@ -110,8 +114,14 @@ class SessionTracker:
         task_status.started()
         while True:
             await self._wake.wait()
-            # Coalesce the burst: everything that arrives within the window goes out once.
-            await anyio.sleep(self._debounce)
+            # Coalesce the burst: wait for a quiet window (no new change for `debounce`),
+            # but never longer than `max_delay`, then send everything once.
+            started = anyio.current_time()
+            while True:
+                seen = self._marks
+                await anyio.sleep(self._debounce)
+                if self._marks == seen or anyio.current_time() - started >= self._max_delay:
+                    break
             self._wake = anyio.Event()
             kinds, self._pending = self._pending, set()
             for kind in _KINDS:
