@@ -177,10 +177,6 @@ async def test_every_tool_is_listed_and_answers_through_the_hub_as_it_does_direc
     structuredContent, isError, or the same JSON-RPC error. Progress of the long
     operation, and the sampling, elicitation and roots requests some tools make,
     go through the hub to this client.
-
-    The definitions are compared without ``execution``: the hub drops it, which
-    :func:`test_tool_definitions_through_the_hub_keep_their_execution_field`
-    records as a bug.
     """
     direct_client, hub_client = Client(), Client()
     same_process = transport == "http"
@@ -194,9 +190,7 @@ async def test_every_tool_is_listed_and_answers_through_the_hub_as_it_does_direc
             await _hub_lists_all_of(hub, names)
             listed = {t.name: plain(t) for t in (await hub.list_tools()).tools}
             for tool in tools:
-                definition = plain(tool)
-                definition.pop("execution", None)
-                assert listed[tool.name] == definition, tool.name
+                assert listed[tool.name] == plain(tool), tool.name
 
             differences: list[str] = []
             for tool in tools:
@@ -225,9 +219,6 @@ async def test_every_tool_is_listed_and_answers_through_the_hub_as_it_does_direc
     assert hub_client.roots_asked >= 1 and direct_client.roots_asked >= 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Hub.list_tools rebuilds each Tool from _TOOL_FIELDS (mcp_hub/hub.py), which lacks "
-    "'execution': taskSupport ('required' for simulate-research-query) is lost"))
 async def test_tool_definitions_through_the_hub_keep_their_execution_field(
     tmp_path: Path,
 ) -> None:
@@ -342,10 +333,6 @@ async def test_prompts_resources_templates_and_completions_through_the_hub_equal
                 assert plain(await hub.complete(ref, argument, context)) == want, argument
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "prompts/get, resources/read, resources/templates/list and completion/complete in "
-    "build_server (mcp_hub/downstream/server.py) do not wait for the initial upstream "
-    "connects (_startup) as tools/list, tools/call, prompts/list and resources/list do"))
 async def test_requests_right_after_connecting_wait_for_a_slow_upstream(tmp_path: Path) -> None:
     """A client may get a prompt or read a resource it knows from an earlier session
     without listing first; while the hub's upstream is still starting (within
