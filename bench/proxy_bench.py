@@ -202,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply the call counts (default 1.0: 1500 and 3000 calls)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--chunk-seconds", type=float, default=8.0)
+    parser.add_argument("--chunk-seconds", type=float, default=5.0,
+                        help="time budget of one chunk (default 5 s; bounds the run to ~2 min)")
     args = parser.parse_args(argv)
     if "direct stdio" not in args.targets:
         args.targets.insert(0, "direct stdio")
