@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
 import anyio.to_thread
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import URL_ELICITATION_REQUIRED, CallToolResult, TextContent
 
 __all__ = [
     "CHECK_FN_GRACE_SECONDS",
@@ -660,6 +661,14 @@ class ToolRegistry:
                 if inspect.isawaitable(value):
                     value = await value
             return normalize_result(value)
+        except MCPError as exc:
+            if exc.error.code == URL_ELICITATION_REQUIRED:
+                # A protocol-level request to the client (open this URL), not a tool
+                # failure: it travels as the JSON-RPC error it is, data included.
+                raise
+            logger.debug("tool %s raised", name, exc_info=True)
+            text = _sanitize_tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
+            return CallToolResult(content=[TextContent(text=text)], is_error=True)
         except Exception as exc:
             logger.debug("tool %s raised", name, exc_info=True)
             text = _sanitize_tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
