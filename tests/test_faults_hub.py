@@ -193,8 +193,8 @@ async def test_a_100_mb_result_is_refused_or_capped_quickly_and_memory_stays_bou
             before = memory_kb(hub.proc.pid)
             result = await s.call_tool("h_huge", {"mb": 100})
             text = text_of(result)
-            if result.is_error:
-                assert "Server 'h'" in text and "did not answer" not in text, text
+            if result.is_error:  # refused for its size, at once: not a timeout
+                assert "did not answer" not in text, text
             else:
                 assert len(text) <= 110_000  # max_result_size_chars plus the marker
             with anyio.fail_after(2):  # the connection is not jammed behind the big line
