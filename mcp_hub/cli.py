@@ -281,6 +281,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pins(args: argparse.Namespace) -> int:
+    from mcp_hub.pins import cmd_pins_accept, cmd_pins_diff
+
+    config = _load(args)
+    if args.pins_command == "diff":
+        return cmd_pins_diff(config)
+    return cmd_pins_accept(config, args.target)
+
+
 # ---------------------------------------------------------------------------- parser
 
 
@@ -339,6 +348,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--url", help="point the client at a running HTTP hub instead of stdio")
     s.add_argument("--name", default="mcp-hub", help="the server name in the client's config")
     s.set_defaults(func=cmd_config)
+    p = sub.add_parser("pins", parents=[common],
+                       help="tool pinning: show tools changed since first seen, accept changes")
+    psub = p.add_subparsers(dest="pins_command", required=True, metavar="ACTION")
+    d = psub.add_parser("diff", parents=[common], help="print what changed in pinned tools")
+    d.set_defaults(func=cmd_pins)
+    a = psub.add_parser("accept", parents=[common], help="re-pin SERVER or SERVER/TOOL")
+    a.add_argument("target", metavar="SERVER[/TOOL]")
+    a.set_defaults(func=cmd_pins)
+
     p = sub.add_parser("import", parents=[common],
                        help="convert a client's MCP config into servers.toml entries")
     p.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])

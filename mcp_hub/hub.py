@@ -355,6 +355,7 @@ class Hub:
                 "resources": st.resources,
                 "last_error": redact(st.last_error) if st.last_error else None,
                 "reconnects": st.reconnects,
+                "in_flight": st.in_flight,
                 "since": st.state_since,
                 "connect_ms": st.connect_ms,
             })

@@ -81,21 +81,24 @@ class Metrics:
                     out.append(f'mcp_hub_tool_call_seconds_bucket{{{label},le="{le}"}} {cumulative}')
                 out.append(f"mcp_hub_tool_call_seconds_sum{{{label}}} {self._hist_sum[server]:.6f}")
                 out.append(f"mcp_hub_tool_call_seconds_count{{{label}}} {self._hist_count[server]}")
-        out.append("# HELP mcp_hub_upstream_up 1 when the upstream is ready.")
-        out.append("# TYPE mcp_hub_upstream_up gauge")
-        out.append("# HELP mcp_hub_upstream_state Current state of each upstream (1 for the state).")
-        out.append("# TYPE mcp_hub_upstream_state gauge")
-        out.append("# HELP mcp_hub_upstream_tools Tools registered from each upstream.")
-        out.append("# TYPE mcp_hub_upstream_tools gauge")
-        out.append("# HELP mcp_hub_upstream_reconnects_total Reconnects of each upstream.")
-        out.append("# TYPE mcp_hub_upstream_reconnects_total counter")
-        for st in upstreams:
-            name = _esc(st.name)
-            state = str(getattr(st.state, "value", st.state))
-            out.append(f'mcp_hub_upstream_up{{server="{name}"}} {1 if state == "ready" else 0}')
-            out.append(f'mcp_hub_upstream_state{{server="{name}",state="{_esc(state)}"}} 1')
-            out.append(f'mcp_hub_upstream_tools{{server="{name}"}} {st.tools}')
-            out.append(f'mcp_hub_upstream_reconnects_total{{server="{name}"}} {st.reconnects}')
+        rows = [(_esc(st.name), str(getattr(st.state, "value", st.state)), st) for st in upstreams]
+        families: list[tuple[str, str, str, Any]] = [
+            ("mcp_hub_upstream_up", "gauge", "1 when the upstream is ready.",
+             lambda n, state, st: f'{{server="{n}"}} {1 if state == "ready" else 0}'),
+            ("mcp_hub_upstream_state", "gauge", "Current state of each upstream (1 for the state).",
+             lambda n, state, st: f'{{server="{n}",state="{_esc(state)}"}} 1'),
+            ("mcp_hub_upstream_tools", "gauge", "Tools registered from each upstream.",
+             lambda n, state, st: f'{{server="{n}"}} {st.tools}'),
+            ("mcp_hub_upstream_reconnects_total", "counter", "Reconnects of each upstream.",
+             lambda n, state, st: f'{{server="{n}"}} {st.reconnects}'),
+            ("mcp_hub_upstream_in_flight", "gauge", "Calls in flight to each upstream.",
+             lambda n, state, st: f'{{server="{n}"}} {getattr(st, "in_flight", 0)}'),
+        ]
+        for family, kind, help_text, sample in families:
+            out.append(f"# HELP {family} {help_text}")
+            out.append(f"# TYPE {family} {kind}")
+            for name, state, st in rows:
+                out.append(family + sample(name, state, st))
         out.append("# HELP mcp_hub_list_changed_total list_changed notifications sent downstream.")
         out.append("# TYPE mcp_hub_list_changed_total counter")
         for kind, n in sorted(list_changed.items()):
