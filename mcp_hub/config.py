@@ -118,6 +118,8 @@ class ServerConfig(_Model):
     connect_timeout: float = Field(default=30.0, gt=0)
     keepalive_interval: float = Field(default=30.0, ge=0)
     max_call_seconds: float = Field(default=600.0, gt=0)
+    #: Largest single message accepted from a stdio server; a bigger answer fails its request.
+    max_message_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     pin_policy: Literal["warn", "block", "off"] | None = None
 
     @model_validator(mode="after")

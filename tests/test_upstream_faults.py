@@ -195,3 +195,16 @@ async def test_the_child_gets_a_filtered_environment_plus_its_env(
             assert text_of(leak) == "<unset>"
             assert text_of(given) == "yes"
             assert text_of(path) == os.environ["PATH"]
+
+
+async def test_an_answer_over_max_message_bytes_fails_at_once_and_the_session_goes_on() -> None:
+    body = echo_block(extra="max_message_bytes = 100000")
+    with anyio.fail_after(30):
+        async with running(body) as (_, registry):
+            result = await registry.dispatch("echo_big", {"size": 3_000_000}, call=CallContext())
+            assert result.is_error
+            assert "exceeds max_message_bytes" in text_of(result)
+            fits = await registry.dispatch("echo_big", {"size": 90_000}, call=CallContext())
+            assert len(text_of(fits)) == 90_000
+            after = await registry.dispatch("echo_echo", {"text": "after"}, call=CallContext())
+            assert text_of(after) == "after"

@@ -434,6 +434,10 @@ class ServerConnection:
                     tg.start_soon(self._refresh_loop, session)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
+                # Tools leave now, not after the transport has finished closing.
+                self.last_error = redact(self._lost_reason)
+                self._set_state(ServerState.RECONNECTING)
+                self._go_down()
         if connect_scope.cancelled_caught and not ready:
             raise ConnectFailure(
                 f"no answer within connect_timeout ({timeout:g} s)"
@@ -764,6 +768,10 @@ class ServerConnection:
                     f"Server '{self.name}' connection was lost during the call to tool "
                     f"'{raw}': {exc}. The call may or may not have completed.")
             except MCPError as exc:
+                if exc.code == types.URL_ELICITATION_REQUIRED:
+                    # A request to the client (open this URL), not a tool failure: it
+                    # travels on as the JSON-RPC error it is, data included.
+                    raise
                 return self._error_result(redact(exc.message))
             return result
         raise AssertionError("unreachable")  # pragma: no cover

@@ -294,9 +294,9 @@ class UpstreamManager:
         c = _Catalog()
         hub = self.config.hub
         prompt_entries: dict[str, types.Prompt] = {}
+        # A server's lists are emptied the moment it goes down, so whatever is listed
+        # belongs to a server that is ready (or finishing its first listing).
         for conn in self._connections.values():
-            if conn.session is None:
-                continue
             for prompt in conn.prompts:
                 exposed = exposed_prompt_name(conn.prefix, prompt.name, hub.tool_name_separator,
                                               hub.max_tool_name_length)

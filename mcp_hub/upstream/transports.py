@@ -16,8 +16,10 @@ environment, and an ``on_eof`` signal the moment the child's stdout closes so a
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -209,7 +211,7 @@ async def _stdio(
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_stdout, process, read_send, on_eof)
+            tg.start_soon(_read_stdout, process, read_send, on_eof, config.max_message_bytes)
             tg.start_soon(_write_stdin, process, write_recv, read_send)
             tg.start_soon(_read_stderr, name, process, probe)
             try:
@@ -225,31 +227,116 @@ async def _stdio(
             stream.close()
 
 
+class _Oversized:
+    """A stdout line longer than the limit: its size and its two ends, nothing else."""
+
+    __slots__ = ("head", "size", "tail")
+
+    def __init__(self, size: int, head: bytes, tail: bytes) -> None:
+        self.size, self.head, self.tail = size, head, tail
+
+
+_EDGE = 4096
+_ID_LAST = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
+_ID_FIRST = re.compile(
+    rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+class _Lines:
+    """Split stdout into lines in time linear in their size, capping each at ``limit``.
+
+    Only new bytes are searched for a newline, the pieces of a long line are joined
+    once, and a line over the limit is not kept: only its ends, to find its id.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.head = b""
+        self.tail = b""
+        self.over = False
+
+    def feed(self, chunk: bytes) -> list[bytes | _Oversized]:
+        out: list[bytes | _Oversized] = []
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:nl])
+            out.append(self._end())
+            start = nl + 1
+        if start < len(chunk):
+            self._add(chunk[start:] if start else chunk)
+        return out
+
+    def _add(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self.size += len(piece)
+        if self.over:
+            self.tail = (self.tail + piece)[-_EDGE:]
+            return
+        self.parts.append(piece)
+        if self.size > self.limit:
+            joined = b"".join(self.parts)
+            self.parts = []
+            self.head, self.tail, self.over = joined[:_EDGE], joined[-_EDGE:], True
+
+    def _end(self) -> bytes | _Oversized:
+        item: bytes | _Oversized
+        if self.over:
+            item = _Oversized(self.size, self.head, self.tail)
+        elif len(self.parts) == 1:
+            item = self.parts[0]
+        else:
+            item = b"".join(self.parts)
+        self.parts, self.size, self.head, self.tail, self.over = [], 0, b"", b"", False
+        return item
+
+
+def _oversized_reply(item: _Oversized, limit: int) -> SessionMessage | None:
+    """An error response for the request an oversized line answered, if its id is findable."""
+    match = _ID_LAST.search(item.tail) or _ID_FIRST.search(item.head)
+    if match is None:
+        return None
+    raw = match.group(1)
+    request_id: int | str = int(raw) if raw[:1] != b'"' else json.loads(raw)
+    message = (f"the server's answer of {item.size / 1048576:.1f} MB exceeds "
+               f"max_message_bytes ({limit / 1048576:g} MB); it was dropped")
+    return SessionMessage(types.JSONRPCError(
+        jsonrpc="2.0", id=request_id,
+        error=types.ErrorData(code=types.INTERNAL_ERROR, message=message)))
+
+
 async def _read_stdout(
     process: anyio.abc.Process,
     send: MemoryObjectSendStream[SessionMessage | Exception],
     on_eof: Callable[[str], None],
+    limit: int,
 ) -> None:
     assert process.stdout is not None
     adapter = types.jsonrpc_message_adapter
-    buffer = b""
+    lines = _Lines(limit)
     try:
         async with send:
             async for chunk in process.stdout:
-                buffer += chunk
-                if b"\n" not in buffer:
-                    continue
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
+                for line in lines.feed(chunk):
                     item: SessionMessage | Exception
-                    try:
-                        item = SessionMessage(adapter.validate_json(line, by_name=False))
-                    except ValueError as exc:
-                        logger.warning("upstream wrote a non-JSON-RPC line to stdout: %s",
-                                       redact(line[:200].decode("utf-8", "replace")))
-                        item = exc
+                    if isinstance(line, _Oversized):
+                        logger.warning("upstream sent a %d-byte message, over max_message_bytes "
+                                       "(%d); dropped", line.size, limit)
+                        reply = _oversized_reply(line, limit)
+                        if reply is None:
+                            continue
+                        item = reply
+                    elif not line.strip():
+                        continue
+                    else:
+                        try:
+                            item = SessionMessage(adapter.validate_json(line, by_name=False))
+                        except ValueError as exc:
+                            logger.warning("upstream wrote a non-JSON-RPC line to stdout: %s",
+                                           redact(line[:200].decode("utf-8", "replace")))
+                            item = exc
                     await send.send(item)
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
         pass
@@ -277,17 +364,20 @@ async def _write_stdin(
 
 async def _read_stderr(name: str, process: anyio.abc.Process, probe: TransportProbe) -> None:
     assert process.stderr is not None
-    buffer = b""
+    pending = b""
     with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
         async for chunk in process.stderr:
-            buffer += chunk
-            if b"\n" not in buffer and len(buffer) < 65536:
+            if b"\n" not in chunk:
+                # Keep at most one log line's worth of an unterminated line.
+                pending = (pending + chunk)[:_MAX_STDERR_LINE]
                 continue
-            *lines, buffer = buffer.split(b"\n")
+            *lines, rest = chunk.split(b"\n")
+            lines[0] = (pending + lines[0])[:_MAX_STDERR_LINE]
+            pending = rest[:_MAX_STDERR_LINE]
             for line in lines:
                 _log_stderr(name, line, probe)
-    if buffer:
-        _log_stderr(name, buffer, probe)
+    if pending:
+        _log_stderr(name, pending, probe)
 
 
 def _log_stderr(name: str, line: bytes, probe: TransportProbe) -> None:
