@@ -231,10 +231,6 @@ async def test_tool_definitions_through_the_hub_keep_their_execution_field(
     assert {name: got[name] for name in want} == want
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ServerConnection.call_tool (mcp_hub/upstream/connection.py) turns every upstream "
-    "MCPError into an isError result, so URLElicitationRequiredError (-32042) loses its "
-    "code and the elicitations in its data"))
 async def test_a_url_elicitation_required_error_reaches_the_client_unchanged(
     tmp_path: Path,
 ) -> None:

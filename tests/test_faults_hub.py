@@ -180,10 +180,6 @@ async def test_a_malformed_response_ends_in_a_clear_error_and_the_hub_stays_up(
             assert text_of(await s.call_tool("h_ok", {"text": "next"})) == "next"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "upstream/transports.py _read_stdout grows one bytes buffer by concatenation and rescans "
-    "it for a newline at every chunk (quadratic: a 100 MB line takes ~90 s and stalls every "
-    "other call on that server) and has no line-size cap"))
 async def test_a_100_mb_result_is_refused_or_capped_quickly_and_memory_stays_bounded(
         tmp_path: Path) -> None:
     with anyio.fail_after(120):
