@@ -19,12 +19,12 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import uvicorn
-from mcp.server.stdio import stdio_server
 
 from mcp_hub import runtime
 from mcp_hub.config import HubConfig
 from mcp_hub.downstream.http import build_app, describe_endpoints
 from mcp_hub.downstream.server import build_server
+from mcp_hub.downstream.stdio import stdio_server
 from mcp_hub.errors import ConfigError
 from mcp_hub.hub import Hub
 
