@@ -474,13 +474,14 @@ class PinStore:
         try:
             self._mutate(apply)
         except OSError as exc:
-            logger.error("pins: cannot write %s: %s", self.path, exc.strerror or exc)
+            logger.error("pins: cannot write %s: %s", self.path, exc.strerror or exc,
+                         extra={"server": server})
 
     def _note_findings(self, server: str, raw: str, findings: tuple[str, ...]) -> None:
         observed = self._observed.setdefault((server, raw), _Observed())
         if findings and findings != observed.findings:
             logger.warning("upstream %s: tool %s description carries instructions aimed at the model: %s",
-                           server, raw, "; ".join(findings))
+                           server, raw, "; ".join(findings), extra={"server": server})
         observed.findings = findings
 
     def _warn(self, change: PinChange) -> None:
@@ -492,7 +493,8 @@ class PinStore:
                   if change.blocked else "still served (pin policy warn)")
         logger.warning("upstream %s: tool %s changed since it was pinned (%s); %s",
                        change.server, change.tool,
-                       "; ".join(str(c) for c in change.fields) or "fingerprint differs", action)
+                       "; ".join(str(c) for c in change.fields) or "fingerprint differs", action,
+                       extra={"server": change.server})
 
     def forget_server(self, server: str) -> None:
         """Drop what is known in memory about ``server``'s live tools (it went away)."""
@@ -548,7 +550,8 @@ class PinStore:
                 if observed is not None:
                     observed.blocked = False
         for raw in accepted:
-            logger.info("pins: accepted the current definition of %s/%s", server, raw)
+            logger.info("pins: accepted the current definition of %s/%s", server, raw,
+                        extra={"server": server})
         return sorted(accepted)
 
     def report(self) -> dict[str, Any]:

@@ -48,14 +48,21 @@ import anyio
 import mcp.types as types
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.context import CallContext
 from mcp_hub.naming import exposed_name
+from mcp_hub.pins import PinStore
 from mcp_hub.redact import redact
+from mcp_hub.sanitize import clean_description, clean_tool_definition
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
-from mcp_hub.upstream.transports import ConnectFailure, TransportProbe, open_transport
+from mcp_hub.upstream.transports import (
+    INVALID_RESPONSE,
+    ConnectFailure,
+    TransportProbe,
+    open_transport,
+)
 
 __all__ = ["ConnectionHooks", "ServerConnection", "ToolRecord"]
 
@@ -92,6 +99,8 @@ class ConnectionHooks:
     yields_to: Callable[[str, str], bool] = lambda server, toolset: False
     client_name: str = "mcp-hub"
     client_version: str = "0.1.0"
+    #: Tool pins (trust on first use); None when pinning is unavailable.
+    pins: PinStore | None = None
 
 
 @dataclass(slots=True)
@@ -177,6 +186,41 @@ def _error_text(exc: BaseException) -> str:
     return redact(text)
 
 
+def _validation_summary(exc: ValidationError, result_type: type[BaseModel]) -> str:
+    """One line: which result type was expected and the first thing wrong with it."""
+    errors = exc.errors(include_url=False, include_input=False)
+    first = errors[0] if errors else None
+    where = ".".join(str(p) for p in first["loc"]) if first else ""
+    what = f"{where}: {first['msg']}" if first else "does not validate"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"the result is not a valid {result_type.__name__} ({what}{more})"
+
+
+_ItemT = TypeVar("_ItemT", bound=BaseModel)
+
+
+def _clean_item(item: _ItemT) -> _ItemT:
+    """A prompt, resource or template with invisible characters removed from its
+    human-facing text (description, title)."""
+    update: dict[str, str] = {}
+    for key in ("description", "title"):
+        value = getattr(item, key, None)
+        if isinstance(value, str) and value:
+            cleaned = clean_description(value)
+            if cleaned != value:
+                update[key] = cleaned
+    return item.model_copy(update=update) if update else item
+
+
+def _clean_prompt(prompt: types.Prompt) -> types.Prompt:
+    prompt = _clean_item(prompt)
+    if prompt.arguments:
+        args = [_clean_item(a) for a in prompt.arguments]
+        if any(a is not b for a, b in zip(args, prompt.arguments, strict=True)):
+            prompt = prompt.model_copy(update={"arguments": args})
+    return prompt
+
+
 def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
     for e in group.exceptions:
         if isinstance(e, BaseExceptionGroup):
@@ -237,6 +281,8 @@ class ServerConnection:
         self.hooks = hooks
         self.toolset = f"mcp-{name}"
         self.prefix = config.effective_prefix(name)
+        #: Every log line about this server carries ``server`` (``--log-format json``).
+        self.log = logging.LoggerAdapter(logger, {"server": name})
 
         self.state = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.state_since = time.time()
@@ -250,6 +296,8 @@ class ServerConnection:
         self.tools: dict[str, ToolRecord] = {}
         self.exposed: dict[str, str] = {}  # exposed → raw
         self.rejected: dict[str, str] = {}
+        #: Exposed names hidden because their tool changed since it was pinned (policy block).
+        self.pin_blocked: set[str] = set()
         self.prompts: list[types.Prompt] = []
         self.resources: list[types.Resource] = []
         self.templates: list[types.ResourceTemplate] = []
@@ -317,7 +365,7 @@ class ServerConnection:
             self.state = state
             self.state_since = time.time()
             self.hooks.pulse()
-            logger.info("upstream %s: %s%s", self.name, state.value,
+            self.log.info("upstream %s: %s%s", self.name, state.value,
                         f" ({self.last_error})" if self.last_error and state in
                         (ServerState.RECONNECTING, ServerState.PARKED) else "")
 
@@ -362,7 +410,7 @@ class ServerConnection:
             self.last_error = failure.message
             self.first_done.set()
             if failure.permanent:
-                logger.error("upstream %s parked: %s", self.name, failure.message)
+                self.log.error("upstream %s parked: %s", self.name, failure.message)
                 self._set_state(ServerState.PARKED)
                 await self._pause(PARK_PROBE_SECONDS)
                 failures = 0
@@ -370,7 +418,7 @@ class ServerConnection:
                 failures = 0 if served else failures + 1
                 delay = min(BACKOFF_INITIAL * 2 ** max(failures - 1, 0), BACKOFF_MAX)
                 delay *= 1 + random.uniform(-BACKOFF_JITTER, BACKOFF_JITTER)
-                logger.warning("upstream %s: %s; reconnecting in %.1f s", self.name,
+                self.log.warning("upstream %s: %s; reconnecting in %.1f s", self.name,
                                failure.message, delay)
                 self._set_state(ServerState.RECONNECTING)
                 await self._pause(delay)
@@ -456,10 +504,15 @@ class ServerConnection:
         had_resources = bool(self.resources or self.templates)
         if had_tools:
             removed = self.registry.deregister_toolset(self.toolset)
-            logger.debug("upstream %s: deregistered %d tools", self.name, len(removed))
+            self.log.debug("upstream %s: deregistered %d tools", self.name, len(removed))
         self.tools = {}
         self.exposed = {}
         self.rejected = {}
+        self.pin_blocked = set()
+        if self.hooks.pins is not None:
+            # Only the live view (blocked, flagged) is forgotten; pins and recorded
+            # changes stay in the file, and the next listing checks again.
+            self.hooks.pins.forget_server(self.name)
         self.prompts = []
         self.resources = []
         self.templates = []
@@ -484,7 +537,7 @@ class ServerConnection:
             await session.send_request(request, types.EmptyResult,
                                        request_read_timeout_seconds=self.config.connect_timeout)
         except MCPError as exc:
-            logger.warning("upstream %s: %s failed: %s", self.name, request.method,
+            self.log.warning("upstream %s: %s failed: %s", self.name, request.method,
                            redact(exc.message))
 
     def supports(self, feature: str) -> bool:
@@ -544,13 +597,13 @@ class ServerConnection:
                 if self._is_fatal(exc):
                     self._mark_lost(f"refresh failed: {exc.message}")
                     return
-                logger.warning("upstream %s: refresh of %s failed: %s", self.name,
+                self.log.warning("upstream %s: refresh of %s failed: %s", self.name,
                                ", ".join(sorted(kinds)), redact(exc.message))
             except TimeoutError:
                 self._mark_lost("refresh timed out")
                 return
             except Exception as exc:
-                logger.warning("upstream %s: refresh of %s failed: %s", self.name,
+                self.log.warning("upstream %s: refresh of %s failed: %s", self.name,
                                ", ".join(sorted(kinds)), _error_text(exc))
 
     # ── listing and registration ──────────────────────────────────────────────
@@ -587,14 +640,14 @@ class ServerConnection:
             if self._apply_tools(tools):
                 self.hooks.changed(self.name, "tools")
         if "prompts" in kinds and self.supports("prompts"):
-            prompts = await self._list_all(session, "prompts")
+            prompts = [_clean_prompt(p) for p in await self._list_all(session, "prompts")]
             if prompts != self.prompts:
                 self.prompts = prompts
                 self.hooks.changed(self.name, "prompts")
         if "resources" in kinds and self.supports("resources"):
-            resources = await self._list_all(session, "resources")
+            resources = [_clean_item(r) for r in await self._list_all(session, "resources")]
             try:
-                templates = await self._list_all(session, "templates")
+                templates = [_clean_item(t) for t in await self._list_all(session, "templates")]
             except MCPError as exc:
                 if exc.code != types.METHOD_NOT_FOUND:
                     raise
@@ -616,28 +669,36 @@ class ServerConnection:
         max_len = self.settings.max_tool_name_length
         new: dict[str, ToolRecord] = {}
         taken: dict[str, str] = {}
+        raw_defs: dict[str, dict[str, Any]] = {}
         for tool in sorted(tools, key=lambda t: t.name):
             raw = tool.name
             if not self._wanted(raw) or raw in new:
                 continue
             name = exposed_name(self.prefix, raw, sep, max_len)
             if name in taken:
-                logger.warning("upstream %s: tools %r and %r both map to %r; keeping the first",
+                self.log.warning("upstream %s: tools %r and %r both map to %r; keeping the first",
                                self.name, taken[name], raw, name)
                 continue
             taken[name] = raw
-            schema = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+            # Pins fingerprint what the upstream sent; the model reads the cleaned copy.
+            raw_def = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+            raw_def.pop("resultType", None)
+            raw_defs[raw] = raw_def
+            schema = clean_tool_definition(raw_def)
             schema["name"] = name
-            schema.pop("resultType", None)
             ann = tool.annotations
             new[raw] = ToolRecord(raw, name, schema,
                                   bool(ann is not None and ann.read_only_hint))
+        blocked = self._check_pins(raw_defs, new)
+        for raw in blocked:
+            del new[raw]
         old = self.tools
         removed = [r for r in old.values() if r.raw not in new or new[r.raw].exposed != r.exposed]
         changed = [r for r in new.values()
                    if r.raw not in old or old[r.raw].schema != r.schema
                    or r.exposed in self.rejected]
         if not removed and not changed:
+            self._mark_blocked(blocked)
             return False
         registry = self.registry
         with registry.batch():
@@ -648,11 +709,35 @@ class ServerConnection:
                 self.rejected.pop(rec.exposed, None)
             for rec in changed:
                 self._register(rec)
+        self._mark_blocked(blocked)
         self.tools = new
         self.exposed = {r.exposed: r.raw for r in new.values()}
-        logger.info("upstream %s: %d tools (%d registered or updated, %d removed)", self.name,
+        self.log.info("upstream %s: %d tools (%d registered or updated, %d removed)", self.name,
                     len(new), len(changed), len(removed))
         return True
+
+    def _check_pins(self, raw_defs: dict[str, dict[str, Any]],
+                    records: dict[str, ToolRecord]) -> dict[str, str]:
+        """Check this listing against the pins; the blocked tools (raw → exposed name)."""
+        pins = self.hooks.pins
+        if pins is None or not raw_defs:
+            return {}
+        try:
+            verdicts = pins.check_many(self.name, raw_defs)
+        except Exception as exc:  # a broken pin file must not take the server down
+            self.log.error("upstream %s: tool pins not checked: %s", self.name, _error_text(exc))
+            return {}
+        return {raw: records[raw].exposed for raw, verdict in verdicts.items()
+                if verdict.blocked and raw in records}
+
+    def _mark_blocked(self, blocked: dict[str, str]) -> None:
+        """Show the tools hidden by their pins as rejected, with how to accept them."""
+        for exposed in self.pin_blocked - set(blocked.values()):
+            self.rejected.pop(exposed, None)
+        for raw, exposed in blocked.items():
+            self.rejected[exposed] = (
+                f"changed since pinned; run: mcp-hub pins accept {self.name}/{raw}")
+        self.pin_blocked = set(blocked.values())
 
     def _register(self, rec: ToolRecord) -> bool:
         holder = self.registry.get_entry(rec.exposed)
@@ -760,7 +845,7 @@ class ServerConnection:
                     retry_session = await self.wait_session(budget, old=session)
                     if retry_session is not None:
                         session = retry_session
-                        logger.info("upstream %s: retrying tool %s after reconnect (%s)",
+                        self.log.info("upstream %s: retrying tool %s after reconnect (%s)",
                                     self.name, raw,
                                     "read-only" if exc.reached else "never reached the server")
                         continue
@@ -772,6 +857,10 @@ class ServerConnection:
                     # A request to the client (open this URL), not a tool failure: it
                     # travels on as the JSON-RPC error it is, data included.
                     raise
+                if exc.message.startswith(INVALID_RESPONSE):
+                    return self._error_result(
+                        f"Server '{self.name}' did not answer tool '{raw}' with a valid "
+                        f"response: {redact(exc.message)}")
                 return self._error_result(redact(exc.message))
             return result
         raise AssertionError("unreachable")  # pragma: no cover
@@ -839,6 +928,11 @@ class ServerConnection:
             if scope.cancelled_caught:
                 raise TimeoutError
             return result
+        except ValidationError as exc:
+            # A response to this request, but not of the shape the method returns.
+            message = f"{INVALID_RESPONSE}: {_validation_summary(exc, result_type)}"
+            self.log.warning("upstream %s: %s", self.name, message)
+            raise MCPError(types.INTERNAL_ERROR, message) from None
         except MCPError as exc:
             if self._is_fatal(exc) and exc.code != types.REQUEST_TIMEOUT:
                 session_gone = self._session_gone(exc)
@@ -883,7 +977,7 @@ class ServerConnection:
             except MCPError as exc:
                 return exc.error
             except Exception as exc:
-                logger.warning("upstream %s: relaying %s failed: %s", self.name, what,
+                self.log.warning("upstream %s: relaying %s failed: %s", self.name, what,
                                _error_text(exc))
                 return types.ErrorData(code=types.INTERNAL_ERROR,
                                        message=f"mcp-hub could not relay {what}: "
@@ -926,7 +1020,9 @@ class ServerConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            logger.warning("upstream %s: transport error: %s", self.name, _error_text(message))
+            text = (f"invalid message ({message.error_count()} validation errors)"
+                    if isinstance(message, ValidationError) else _error_text(message))
+            self.log.warning("upstream %s: transport error: %s", self.name, text)
             return
         if isinstance(message, types.ToolListChangedNotification):
             self.request_refresh("tools")

@@ -35,6 +35,7 @@ from mcp_hub import __version__
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
 from mcp_hub.naming import exposed_prompt_name
+from mcp_hub.pins import PinError, PinStore
 from mcp_hub.redact import add_secrets
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
 from mcp_hub.upstream.status import UpstreamStatus
@@ -46,6 +47,9 @@ logger = logging.getLogger("mcp_hub.upstream")
 OnChange = Callable[[Literal["tools", "prompts", "resources"]], None]
 OnResourceUpdated = Callable[[str], Awaitable[None]]
 OnLog = Callable[[str, types.LoggingMessageNotificationParams], Awaitable[None]]
+
+#: How often a running hub re-reads the pin file (``mcp-hub pins accept`` from a shell).
+PINS_RELOAD_SECONDS = 2.0
 
 
 class _Catalog:
@@ -91,6 +95,8 @@ class UpstreamManager:
         self._ready_event = anyio.Event()
         self._catalog: _Catalog | None = None
         self._pulse_event = anyio.Event()
+        self._pins_error: str | None = None
+        self.pins: PinStore | None = self._open_pins(config)
         self._build_connections(config)
 
     # ── lifecycle ─────────────────────────────────────────────────────────────
@@ -105,7 +111,48 @@ class UpstreamManager:
             pulse=self._pulse,
             client_name=self.config.hub.name,
             client_version=__version__,
+            pins=self.pins,
         )
+
+    def _open_pins(self, config: HubConfig) -> PinStore | None:
+        """The pin store of ``config``; None (logged) when its file cannot be read."""
+        try:
+            store = PinStore.for_config(config)
+        except PinError as exc:
+            logger.error("tool pinning is off until the pin file is fixed: %s", exc)
+            return None
+        except OSError as exc:
+            logger.error("tool pinning is off: cannot use %s: %s", config.state_path(),
+                         exc.strerror or exc)
+            return None
+        return store
+
+    def pin_report(self) -> dict[str, Any] | None:
+        """For ``hub_status``: pinned, changed, blocked and flagged tools (None: pinning off)."""
+        return self.pins.report() if self.pins is not None else None
+
+    async def _watch_pins(self) -> None:
+        """Re-read the pin file now and then; refresh the tools of the servers whose
+        records another process changed (``mcp-hub pins accept`` takes effect live)."""
+        while True:
+            await anyio.sleep(PINS_RELOAD_SECONDS)
+            pins = self.pins
+            if pins is None:
+                continue
+            try:
+                changed = await anyio.to_thread.run_sync(pins.reload)
+            except PinError as exc:
+                if str(exc) != self._pins_error:
+                    self._pins_error = str(exc)
+                    logger.error("pins: %s", exc)
+                continue
+            self._pins_error = None
+            for name in sorted(changed):
+                conn = self._connections.get(name)
+                if conn is not None and conn.session is not None:
+                    logger.info("upstream %s: pins changed on disk; listing tools again", name,
+                                extra={"server": name})
+                    conn.request_refresh("tools")
 
     def _build_connections(self, config: HubConfig) -> None:
         _remember_secrets(config)
@@ -122,6 +169,7 @@ class UpstreamManager:
             if conn.config.enabled:
                 tg.start_soon(conn.run, name=f"upstream:{conn.name}")
         tg.start_soon(self._watch_initial, name="upstream:initial")
+        tg.start_soon(self._watch_pins, name="upstream:pins")
         return self
 
     async def __aexit__(
@@ -182,6 +230,7 @@ class UpstreamManager:
             or old.hub.max_tool_name_length != new.hub.max_tool_name_length
         )
         self.config = new
+        repin = self._apply_pins_config(old, new)
         stop: list[ServerConnection] = []
         start: list[str] = []
         for name, conn in list(self._connections.items()):
@@ -192,7 +241,11 @@ class UpstreamManager:
                 if server is not None:
                     start.append(name)
             else:
+                conn.config = server
                 conn.settings = new.hub
+                conn.hooks.pins = self.pins
+                if name in repin:
+                    conn.request_refresh("tools")
                 conn.wake()  # a parked server is probed again on reload
         for name in new.servers:
             if name not in self._connections and name not in start:
@@ -221,6 +274,18 @@ class UpstreamManager:
         if stop or start:
             for kind in ("tools", "prompts", "resources"):
                 self._emit(kind)
+
+    def _apply_pins_config(self, old: HubConfig, new: HubConfig) -> set[str]:
+        """Adopt the pin settings of ``new``; the servers whose pin policy changed."""
+        pins = self.pins
+        if pins is None or old.state_path() != new.state_path():
+            self.pins = self._open_pins(new)
+            return set(new.servers)
+        before = {name: pins.policy_for(name) for name in new.servers}
+        pins.policy = new.pins.policy
+        pins.server_policies = {n: s.pin_policy for n, s in new.servers.items()
+                                if s.pin_policy is not None}
+        return {name for name, policy in before.items() if pins.policy_for(name) != policy}
 
     # ── status ────────────────────────────────────────────────────────────────
 
@@ -280,7 +345,8 @@ class UpstreamManager:
         if self.on_log is not None:
             await self.on_log(server, params)
         else:
-            logger.info("[%s] upstream log %s: %s", server, params.level, params.data)
+            logger.info("[%s] upstream log %s: %s", server, params.level, params.data,
+                        extra={"server": server})
 
     # ── merged catalog ────────────────────────────────────────────────────────
 
@@ -319,7 +385,7 @@ class UpstreamManager:
                     c.template_matchers.append((UriTemplate.parse(template.uri_template), conn))
                 except InvalidUriTemplate:
                     logger.warning("upstream %s: unparseable resource template %r", conn.name,
-                                   template.uri_template)
+                                   template.uri_template, extra={"server": conn.name})
         c.prompts = list(prompt_entries.values())
         return c
 
@@ -436,7 +502,7 @@ class UpstreamManager:
                     types.EmptyResult, what="logging/setLevel")
             except MCPError as exc:
                 logger.warning("upstream %s: logging/setLevel failed: %s", conn.name,
-                               exc.message)
+                               exc.message, extra={"server": conn.name})
 
         async with anyio.create_task_group() as tg:
             for conn in targets:
@@ -454,5 +520,6 @@ def _remember_secrets(config: HubConfig) -> None:
 
 
 def _differs(a: ServerConfig, b: ServerConfig) -> bool:
-    return a.model_dump() != b.model_dump()
+    """Whether the connection must restart (a new pin policy only needs a new listing)."""
+    return a.model_dump(exclude={"pin_policy"}) != b.model_dump(exclude={"pin_policy"})
 

@@ -16,6 +16,7 @@ environment, and an ``on_eof`` signal the moment the child's stdout closes so a
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -39,12 +40,15 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from mcp_hub.config import ServerConfig
 from mcp_hub.redact import redact
+from mcp_hub.sanitize import clean_description
 
 __all__ = [
     "INHERITED_ENV_VARS",
+    "INVALID_RESPONSE",
     "ConnectFailure",
     "TransportProbe",
     "child_environment",
@@ -66,6 +70,9 @@ _EXIT_GRACE_SECONDS = 2.0
 _TERM_GRACE_SECONDS = 2.0
 _POLL_SECONDS = 0.01
 _MAX_STDERR_LINE = 2000
+#: How the error that replaces a malformed response to a request begins.
+INVALID_RESPONSE = "invalid response from upstream"
+_ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
 class ConnectFailure(Exception):
@@ -121,6 +128,13 @@ async def open_transport(
         async with _stdio(name, config, probe, on_eof) as streams:
             yield streams
         return
+    async with _http_streams(config, probe) as (read, write):
+        yield _AnswerMalformedResponses(name, read), write
+
+
+@asynccontextmanager
+async def _http_streams(config: ServerConfig, probe: TransportProbe
+                        ) -> AsyncIterator[tuple[Any, Any]]:
     assert config.url is not None
     async with AsyncExitStack() as stack:
         timeout = httpx2.Timeout(config.connect_timeout, read=max(config.max_call_seconds, 300.0))
@@ -211,7 +225,8 @@ async def _stdio(
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_stdout, process, read_send, on_eof, config.max_message_bytes)
+            tg.start_soon(_read_stdout, name, process, read_send, on_eof,
+                          config.max_message_bytes)
             tg.start_soon(_write_stdin, process, write_recv, read_send)
             tg.start_soon(_read_stderr, name, process, probe)
             try:
@@ -307,7 +322,91 @@ def _oversized_reply(item: _Oversized, limit: int) -> SessionMessage | None:
         error=types.ErrorData(code=types.INTERNAL_ERROR, message=message)))
 
 
+def _invalid_response(value: Any) -> tuple[int | str, str] | None:
+    """For a JSON object that answers a request (it has an id, no method) but is not a
+    valid JSON-RPC response: its id and what is wrong with it. None for anything else."""
+    if not isinstance(value, dict) or "method" in value:
+        return None
+    request_id = value.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    has_result, has_error = "result" in value, "error" in value
+    if has_result and has_error:
+        why = "it has both a result and an error"
+    elif has_result:
+        result = value["result"]
+        why = ("the result is not an object" if not isinstance(result, dict)
+               else "the result is not valid")
+    elif has_error:
+        why = "the error is not a JSON-RPC error object (code, message)"
+    else:
+        why = "it has neither a result nor an error"
+    if value.get("jsonrpc") != "2.0":
+        why += "; jsonrpc is not \"2.0\""
+    return request_id, why
+
+
+def _error_reply(request_id: int | str, why: str) -> SessionMessage:
+    return SessionMessage(types.JSONRPCError(
+        jsonrpc="2.0", id=request_id,
+        error=types.ErrorData(code=types.INTERNAL_ERROR, message=f"{INVALID_RESPONSE}: {why}")))
+
+
+def _invalid_in(exc: ValidationError) -> tuple[int | str, str] | None:
+    """:func:`_invalid_response` of the message a validation error was about."""
+    for error in exc.errors(include_url=False):
+        found = _invalid_response(error.get("input"))
+        if found is not None:
+            return found
+    return None
+
+
+class _AnswerMalformedResponses:
+    """The read stream of an HTTP or SSE transport, with every malformed response to a
+    request replaced by an error response for that request, so the call fails at once
+    instead of timing out. Items pass through in the receiving task (no extra hop),
+    and the sender's context (``last_context``) is kept for the session's routing."""
+
+    def __init__(self, name: str, source: Any) -> None:
+        self._name = name
+        self._source = source
+        self.last_context: contextvars.Context | None = None
+
+    async def receive(self) -> SessionMessage | Exception:
+        item: SessionMessage | Exception = await self._source.receive()
+        self.last_context = getattr(self._source, "last_context", None)
+        if isinstance(item, ValidationError):
+            found = _invalid_in(item)
+            if found is not None:
+                logger.warning("[%s] upstream sent an invalid response to request %r: %s",
+                               self._name, found[0], found[1], extra={"server": self._name})
+                return _error_reply(*found)
+        return item
+
+    def __aiter__(self) -> _AnswerMalformedResponses:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._source.close()
+
+    async def aclose(self) -> None:
+        await self._source.aclose()
+
+    async def __aenter__(self) -> _AnswerMalformedResponses:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 async def _read_stdout(
+    name: str,
     process: anyio.abc.Process,
     send: MemoryObjectSendStream[SessionMessage | Exception],
     on_eof: Callable[[str], None],
@@ -316,14 +415,16 @@ async def _read_stdout(
     assert process.stdout is not None
     adapter = types.jsonrpc_message_adapter
     lines = _Lines(limit)
+    tag = {"server": name}
     try:
         async with send:
             async for chunk in process.stdout:
                 for line in lines.feed(chunk):
                     item: SessionMessage | Exception
                     if isinstance(line, _Oversized):
-                        logger.warning("upstream sent a %d-byte message, over max_message_bytes "
-                                       "(%d); dropped", line.size, limit)
+                        logger.warning("[%s] upstream sent a %d-byte message, over "
+                                       "max_message_bytes (%d); dropped", name, line.size, limit,
+                                       extra=tag)
                         reply = _oversized_reply(line, limit)
                         if reply is None:
                             continue
@@ -333,10 +434,11 @@ async def _read_stdout(
                     else:
                         try:
                             item = SessionMessage(adapter.validate_json(line, by_name=False))
-                        except ValueError as exc:
-                            logger.warning("upstream wrote a non-JSON-RPC line to stdout: %s",
-                                           redact(line[:200].decode("utf-8", "replace")))
-                            item = exc
+                        except ValueError:
+                            reply = _stdout_reply(name, line)
+                            if reply is None:
+                                continue
+                            item = reply
                     await send.send(item)
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
         pass
@@ -344,6 +446,22 @@ async def _read_stdout(
         code = process.returncode
         on_eof("the server process closed its stdout" if code is None
                else f"the server process exited with code {code}")
+
+
+def _stdout_reply(name: str, line: bytes) -> SessionMessage | None:
+    """A line of stdout that is not JSON-RPC: logged once; an error response for the
+    request when it is a malformed answer to one (so that call fails at once)."""
+    try:
+        found = _invalid_response(json.loads(line))
+    except ValueError:
+        found = None
+    if found is None:
+        logger.warning("[%s] upstream wrote a non-JSON-RPC line to stdout: %r", name,
+                       redact(line[:200].decode("utf-8", "replace")), extra={"server": name})
+        return None
+    logger.warning("[%s] upstream sent an invalid response to request %r: %s", name,
+                   found[0], found[1], extra={"server": name})
+    return _error_reply(*found)
 
 
 async def _write_stdin(
@@ -381,11 +499,15 @@ async def _read_stderr(name: str, process: anyio.abc.Process, probe: TransportPr
 
 
 def _log_stderr(name: str, line: bytes, probe: TransportProbe) -> None:
-    text = line.decode("utf-8", "replace").rstrip()
+    """One line of the child's stderr into the hub's log: colour codes and every other
+    control or invisible character removed (a log line must not rewrite the terminal
+    or forge another line), secrets redacted."""
+    text = line.decode("utf-8", "replace")
+    text = clean_description(_ANSI_ESCAPE.sub("", text)).replace("\n", " ").strip()
     if text:
         text = redact(text[:_MAX_STDERR_LINE])
         probe.stderr_tail.append(text)
-        stderr_logger.info("[%s] %s", name, text)
+        stderr_logger.info("[%s] %s", name, text, extra={"server": name})
 
 
 async def _stop_process(process: anyio.abc.Process) -> None:
