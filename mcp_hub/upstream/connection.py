@@ -737,7 +737,9 @@ class ServerConnection:
         for raw, exposed in blocked.items():
             self.rejected[exposed] = (
                 f"changed since pinned; run: mcp-hub pins accept {self.name}/{raw}")
-        self.pin_blocked = set(blocked.values())
+        if self.pin_blocked != set(blocked.values()):
+            self.pin_blocked = set(blocked.values())
+            self.hooks.pulse()
 
     def _register(self, rec: ToolRecord) -> bool:
         holder = self.registry.get_entry(rec.exposed)
