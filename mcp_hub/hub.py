@@ -315,6 +315,9 @@ class Hub:
         *, profile: str | None = None,
     ) -> types.CallToolResult:
         """Run one tool call through the whole pipeline; record metrics."""
+        if not self.upstreams.initial_done:
+            # A call right after start waits for the initial connects (bounded).
+            await self.wait_ready()
         call = call if call is not None else CallContext(tool_name=name, hub=self)
         if call.hub is None:
             call.hub = self

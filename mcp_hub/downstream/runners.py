@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -22,6 +23,7 @@ import uvicorn
 
 from mcp_hub import runtime
 from mcp_hub.config import HubConfig
+from mcp_hub.downstream.fastpath import StdioFastPath
 from mcp_hub.downstream.http import build_app, describe_endpoints
 from mcp_hub.downstream.server import build_server
 from mcp_hub.downstream.stdio import stdio_server
@@ -51,7 +53,10 @@ async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_cancel_on_signals, tg.cancel_scope)
             _start_reloaders(hub, tg)
-            async with stdio_server() as (read, write):
+            def fast_path(send_raw: Any, tg: anyio.abc.TaskGroup) -> StdioFastPath:
+                return StdioFastPath(hub, profile, send_raw, tg)
+
+            async with stdio_server(fast_path) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
             tg.cancel_scope.cancel()
 

@@ -9,7 +9,7 @@ itself; a per-connection exit-stack callback forgets it eagerly too.
 Changes are coalesced: a burst of registry mutations (an upstream refresh, a
 reconnect, 100 list_changed in a second) becomes one notification per kind once
 the burst has been quiet for ``debounce`` (at most ``max_delay`` after it
-began), sent to every live handshake session and published on the
+began; the first change after a quiet spell goes out at once), sent to every live handshake session and published on the
 ``subscriptions/listen`` bus for 2026-07-28 clients.
 """
 
@@ -49,6 +49,9 @@ class SessionTracker:
         self.bus = InMemorySubscriptionBus()
         self._debounce = debounce
         self._max_delay = max_delay
+        # A change this long after the previous notification counts as a new burst.
+        self._idle = max(0.25, 5 * debounce)
+        self._last_sent = float("-inf")
         self._marks = 0
         self._pending: set[ChangeKind] = set()
         self._wake: anyio.Event | None = None
@@ -114,16 +117,19 @@ class SessionTracker:
         task_status.started()
         while True:
             await self._wake.wait()
-            # Coalesce the burst: wait for a quiet window (no new change for `debounce`),
-            # but never longer than `max_delay`, then send everything once.
             started = anyio.current_time()
-            while True:
-                seen = self._marks
-                await anyio.sleep(self._debounce)
-                if self._marks == seen or anyio.current_time() - started >= self._max_delay:
-                    break
+            if started - self._last_sent < self._idle:
+                # Inside a burst: wait for a quiet window (no new change for `debounce`),
+                # but never longer than `max_delay`, then send everything once.
+                while True:
+                    seen = self._marks
+                    await anyio.sleep(self._debounce)
+                    if self._marks == seen or anyio.current_time() - started >= self._max_delay:
+                        break
+            # else: the first change after a quiet spell goes out at once (leading edge).
             self._wake = anyio.Event()
             kinds, self._pending = self._pending, set()
+            self._last_sent = anyio.current_time()
             for kind in _KINDS:
                 if kind in kinds:
                     await self._broadcast(kind)

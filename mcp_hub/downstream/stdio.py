@@ -21,10 +21,13 @@ import json
 import logging
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any, Protocol
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 import mcp.types as types
 from mcp.server.stdio import stdio_server as sdk_stdio_server
 from mcp.shared._context_streams import create_context_streams
@@ -65,11 +68,23 @@ def _error_for(line: bytes, exc: Exception) -> bytes | None:
     return json.dumps(error).encode() + b"\n"
 
 
+class FastPath(Protocol):
+    """What the transport asks of a fast path (:class:`~mcp_hub.downstream.fastpath.StdioFastPath`)."""
+
+    def wants(self, line: bytes) -> bool: ...
+    def intercept(self, raw: Any) -> bool: ...
+    def outgoing(self, message: Any) -> None: ...
+
+
 @asynccontextmanager
-async def stdio_server() -> AsyncIterator[
-    tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
-]:
-    """Serve MCP on this process's stdin/stdout (see the module docstring)."""
+async def stdio_server(
+    fast_path: Callable[[Callable[[bytes], Awaitable[None]], anyio.abc.TaskGroup], FastPath] | None = None,
+) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
+    """Serve MCP on this process's stdin/stdout (see the module docstring).
+
+    ``fast_path`` builds an object that may take some messages off the input
+    before the SDK server sees them (the ``tools/call`` fast path).
+    """
     if not (_pipe_like(0) and _pipe_like(1)):
         async with sdk_stdio_server() as streams:
             yield streams
@@ -91,8 +106,11 @@ async def stdio_server() -> AsyncIterator[
         lambda: asyncio.streams.FlowControlMixin(loop=loop), wfile)
     writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
 
+    fast: FastPath | None = None
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-    write_stream, write_reader = create_context_streams[SessionMessage](0)
+    # A plain memory stream on the write side: the writer drains everything that is
+    # ready with receive_nowait and sends it in one write.
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def send_raw(data: bytes) -> None:
         if writer.is_closing():
@@ -114,6 +132,13 @@ async def stdio_server() -> AsyncIterator[
                         return
                     if not line.strip():
                         continue
+                    if fast is not None and fast.wants(line):
+                        try:
+                            raw = json.loads(line)
+                        except ValueError:
+                            raw = None
+                        if raw is not None and fast.intercept(raw):
+                            continue
                     try:
                         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                     except Exception as exc:
@@ -127,17 +152,30 @@ async def stdio_server() -> AsyncIterator[
         except anyio.ClosedResourceError:
             await anyio.lowlevel.checkpoint()
 
+    def encode(session_message: SessionMessage) -> bytes:
+        return session_message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
     async def stdout_writer() -> None:
         try:
             async with write_reader:
                 async for session_message in write_reader:
-                    data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await send_raw(data.encode() + b"\n")
+                    if fast is not None:
+                        fast.outgoing(session_message.message)
+                    # Under concurrency several answers are ready at once: one write (one
+                    # syscall, one wake-up of the client) carries them all.
+                    batch = [encode(session_message)]
+                    while len(batch) < 64:
+                        try:
+                            batch.append(encode(write_reader.receive_nowait()))
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                    await send_raw(b"".join(batch))
         except (anyio.ClosedResourceError, ConnectionError):
             await anyio.lowlevel.checkpoint()
 
     try:
         async with anyio.create_task_group() as tg:
+            fast = fast_path(send_raw, tg) if fast_path is not None else None
             tg.start_soon(stdin_reader)
             tg.start_soon(stdout_writer)
             try:

@@ -1,0 +1,265 @@
+"""The stdio fast path for ``tools/call``: the hub's hot path without the SDK's server stack.
+
+A proxied call costs the hub a server's work and a client's work. On the
+server side, the SDK's dispatcher, runner, middleware and the request/response
+models are most of it. Over stdio the hub's own transport
+(:mod:`mcp_hub.downstream.stdio`) hands ``tools/call`` requests here instead:
+the request is parsed once, runs through :meth:`Hub.call_tool` — the same call
+pipeline, validation, hooks, size cap and metrics — and the result is written
+back after the same per-version shaping the SDK applies.
+
+Everything else (the handshake, lists, prompts, resources, pings, the
+2026-07-28 era) stays with the SDK server. The fast path only serves a
+connection after it has seen its ``initialize`` request, and it relays what a
+call needs from the client itself: progress notifications, log messages (at
+the level the client set), cancellation, and server-to-client requests
+(sampling, elicitation, roots) whose answers it picks out of the input stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types.methods as _methods
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    ClientCapabilities,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    ListRootsResult,
+    LoggingLevel,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_hub.context import CallContext
+from mcp_hub.downstream.call_context import LOG_LEVELS
+
+__all__ = ["StdioFastPath"]
+
+logger = logging.getLogger(__name__)
+
+SendRaw = Callable[[bytes], Awaitable[None]]
+_REQUEST_TIMEOUT = 600.0
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+class _Pending:
+    __slots__ = ("done", "error", "result")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.result: Any = None
+        self.error: dict[str, Any] | None = None
+
+
+class StdioFastPath:
+    """Serves ``tools/call`` on one stdio connection; see the module docstring."""
+
+    def __init__(self, hub: Any, profile: str | None, send_raw: SendRaw,
+                 tg: anyio.abc.TaskGroup) -> None:
+        self.hub = hub
+        self.profile = profile
+        self.send_raw = send_raw
+        self.tg = tg
+        self.capabilities: ClientCapabilities | None = None
+        self.client_name: str | None = None
+        self.version: str | None = None
+        self.log_level: str | None = None
+        self._init_id: Any = None
+        self._calls: dict[Any, anyio.CancelScope] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._ids = itertools.count(1)
+
+    # ---------------------------------------------------------------- input side
+    def wants(self, line: bytes) -> bool:
+        """A cheap pre-filter: could this line be for the fast path?"""
+        if self._pending and (b'"result"' in line or b'"error"' in line):
+            return True
+        return (b'"tools/call"' in line or b'"initialize"' in line or b'"notifications/cancelled"' in line
+                or b'"logging/setLevel"' in line)
+
+    def intercept(self, raw: Any) -> bool:
+        """Handle ``raw`` (a parsed message); False leaves it to the SDK server."""
+        if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0":
+            return False
+        method = raw.get("method")
+        params = raw.get("params")
+        if method is None:
+            rid = raw.get("id")
+            pending = self._pending.pop(rid, None) if isinstance(rid, str) else None
+            if pending is None:
+                return False
+            pending.result = raw.get("result")
+            error = raw.get("error")
+            pending.error = error if isinstance(error, dict) else None
+            pending.done.set()
+            return True
+        if method == "initialize" and isinstance(params, dict):
+            self._seen_initialize(raw.get("id"), params)
+            return False
+        if method == "logging/setLevel" and isinstance(params, dict):
+            level = params.get("level")
+            if isinstance(level, str):
+                self.log_level = level
+            return False
+        if method == "notifications/cancelled" and isinstance(params, dict):
+            scope = self._calls.get(params.get("requestId"))
+            if scope is None:
+                return False
+            scope.cancel()
+            return True
+        if method == "tools/call" and self.version is not None:
+            return self._start_call(raw.get("id"), params)
+        return False
+
+    def _seen_initialize(self, rid: Any, params: dict[str, Any]) -> None:
+        try:
+            self.capabilities = ClientCapabilities.model_validate(params.get("capabilities") or {})
+        except Exception:
+            self.capabilities = None
+            return
+        info = params.get("clientInfo")
+        self.client_name = info.get("name") if isinstance(info, dict) else None
+        self._init_id = rid
+
+    def outgoing(self, message: Any) -> None:
+        """Watch what the SDK server writes: the initialize answer fixes the version."""
+        if self._init_id is None:
+            return
+        rid = getattr(message, "id", None)
+        result = getattr(message, "result", None)
+        if rid == self._init_id and isinstance(result, dict):
+            version = result.get("protocolVersion")
+            if isinstance(version, str) and version not in MODERN_PROTOCOL_VERSIONS:
+                self.version = version
+            self._init_id = None
+
+    def _start_call(self, rid: Any, params: Any) -> bool:
+        if not _valid_id(rid) or rid in self._calls or not isinstance(params, dict):
+            return False
+        name = params.get("name")
+        arguments = params.get("arguments", {})
+        meta = params.get("_meta")
+        if not isinstance(name, str) or not isinstance(arguments, dict) or (
+                meta is not None and not isinstance(meta, dict)):
+            return False
+        token = meta.get("progressToken") if meta else None
+        if token is not None and not _valid_id(token):
+            return False
+        scope = anyio.CancelScope()
+        self._calls[rid] = scope
+        self.tg.start_soon(self._run, rid, name, arguments, token, scope)
+        return True
+
+    # ---------------------------------------------------------------- the call
+    async def _run(self, rid: Any, name: str, arguments: dict[str, Any], token: Any,
+                   scope: anyio.CancelScope) -> None:
+        payload: dict[str, Any] | None = None
+        try:
+            with scope:
+                call = _FastCallContext(self, rid, name, token)
+                try:
+                    result = await self.hub.call_tool(name, arguments, call, profile=self.profile)
+                    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    assert self.version is not None
+                    shaped = _methods.serialize_server_result("tools/call", self.version, dumped)
+                    payload = {"jsonrpc": "2.0", "id": rid, "result": shaped}
+                except MCPError as exc:
+                    payload = {"jsonrpc": "2.0", "id": rid,
+                               "error": exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)}
+                except Exception:
+                    logger.exception("tools/call %s failed inside the hub", name)
+                    payload = {"jsonrpc": "2.0", "id": rid,
+                               "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
+        finally:
+            self._calls.pop(rid, None)
+        if payload is not None and not scope.cancel_called:
+            await self.send_raw(json.dumps(payload, ensure_ascii=False).encode() + b"\n")
+
+    # ---------------------------------------------------------------- output side
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        await self.send_raw(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+
+    async def request(self, method: str, params: dict[str, Any] | None) -> Any:
+        """Send a server-to-client request and wait for its answer (bounded)."""
+        rid = f"mcp-hub-{next(self._ids)}"
+        pending = self._pending[rid] = _Pending()
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            await self.send_raw(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+            with anyio.fail_after(_REQUEST_TIMEOUT):
+                await pending.done.wait()
+        finally:
+            self._pending.pop(rid, None)
+        if pending.error is not None:
+            raise MCPError(int(pending.error.get("code", INTERNAL_ERROR)),
+                           str(pending.error.get("message", "error")), pending.error.get("data"))
+        return pending.result
+
+
+class _FastCallContext(CallContext):
+    """The per-call context of a fast-path call: relays go straight to the pipe."""
+
+    def __init__(self, fast: StdioFastPath, rid: Any, name: str, token: Any) -> None:
+        super().__init__(tool_name=name, request_id=rid, progress_token=token,
+                         client_capabilities=fast.capabilities, client_name=fast.client_name,
+                         session=fast, hub=fast.hub)
+        self._fast = fast
+
+    async def report_progress(self, progress: float, total: float | None = None,
+                              message: str | None = None) -> None:
+        if self.progress_token is None:
+            return
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._fast.notify("notifications/progress", params)
+
+    async def log(self, level: LoggingLevel, data: Any, logger: str | None = None) -> None:
+        threshold = self._fast.log_level
+        if threshold is None or LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(threshold, 0):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._fast.notify("notifications/message", params)
+
+    def _dump(self, params: Any) -> dict[str, Any]:
+        dumped: dict[str, Any] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return dumped
+
+    async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
+        if not self.can_sample:
+            raise MCPError(INVALID_REQUEST, "sampling is not supported by the client connected to the hub")
+        raw = await self._fast.request("sampling/createMessage", self._dump(params))
+        return CreateMessageResult.model_validate(raw)
+
+    async def elicit(self, params: ElicitRequestParams) -> ElicitResult:
+        if not self.can_elicit:
+            raise MCPError(INVALID_REQUEST, "elicitation is not supported by the client connected to the hub")
+        raw = await self._fast.request("elicitation/create", self._dump(params))
+        return ElicitResult.model_validate(raw)
+
+    async def list_roots(self) -> ListRootsResult:
+        if not self.can_list_roots:
+            raise MCPError(INVALID_REQUEST, "roots are not supported by the client connected to the hub")
+        raw = await self._fast.request("roots/list", None)
+        return ListRootsResult.model_validate(raw)
