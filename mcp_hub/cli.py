@@ -123,8 +123,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
                          "origin": e.origin, "available": hub.registry.is_available(e),
                          "description": (e.description or "").strip().splitlines()[0][:100]
                          if e.description else ""})
-        rejected = [{"name": r.name, "toolset": r.toolset, "held_by": r.holder_toolset,
-                     "reason": r.reason} for r in hub.registry.rejections]
+        rejected = hub.status()["rejected_tools"]
         tokens = None
         if args.tokens:
             full = hub.registry.get_definitions()

@@ -359,13 +359,20 @@ class Hub:
                 "last_error": redact(st.last_error) if st.last_error else None,
                 "reconnects": st.reconnects,
                 "in_flight": st.in_flight,
+                "rejected_tools": dict(getattr(st, "rejected_tools", {}) or {}),
                 "since": st.state_since,
                 "connect_ms": st.connect_ms,
             })
-        rejected = [
+        rejected: list[dict[str, str | None]] = [
             {"name": r.name, "toolset": r.toolset, "held_by": r.holder_toolset, "reason": r.reason}
             for r in self.registry.rejections
         ]
+        seen = {(r["name"], r["toolset"]) for r in rejected}
+        for st in self.upstreams.statuses():
+            for tool, reason in (getattr(st, "rejected_tools", {}) or {}).items():
+                if (tool, f"mcp-{st.name}") not in seen:
+                    rejected.append({"name": tool, "toolset": f"mcp-{st.name}", "held_by": None,
+                                     "reason": reason})
         toolsets: dict[str, int] = {}
         for e in self.registry.snapshot().values():
             toolsets[e.toolset] = toolsets.get(e.toolset, 0) + 1
