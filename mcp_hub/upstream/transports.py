@@ -464,6 +464,10 @@ def _stdout_reply(name: str, line: bytes) -> SessionMessage | None:
     return _error_reply(*found)
 
 
+def _encode(message: SessionMessage) -> bytes:
+    return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
+
 async def _write_stdin(
     process: anyio.abc.Process,
     recv: MemoryObjectReceiveStream[SessionMessage],
@@ -473,8 +477,14 @@ async def _write_stdin(
     try:
         async with recv:
             async for message in recv:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await process.stdin.send(data.encode() + b"\n")
+                # Concurrent calls queue up several requests: one write carries them all.
+                batch = [_encode(message)]
+                while len(batch) < 64:
+                    try:
+                        batch.append(_encode(recv.receive_nowait()))
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                await process.stdin.send(b"".join(batch))
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         # The child stopped reading: end the session rather than hang a request.
         read_send.close()
