@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import INVALID_PARAMS
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -176,6 +177,70 @@ class GuardMiddleware:
         return True
 
 
+class RequestShapeGuard:
+    """Answers a JSON-RPC request whose ``params`` is not an object with an error carrying its id.
+
+    The SDK's Streamable HTTP transport rejects such a message with HTTP 400 and
+    ``"id": null``, so the client cannot tell which request failed. The check is a
+    plain ``json.loads`` of the body, and only for POSTs to an MCP endpoint; every
+    other request goes through untouched (its body replayed as received).
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body: int) -> None:
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith("/mcp"):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        messages: list[Any] = []
+        while more:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+            if size > self.max_body:
+                break
+        if size <= self.max_body and not more:
+            answer = _shape_error(b"".join(chunks))
+            if answer is not None:
+                await JSONResponse(answer, status_code=400)(scope, receive, send)
+                return
+
+        async def replay() -> Any:
+            if messages:
+                return messages.pop(0)
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _shape_error(body: bytes) -> dict[str, Any] | None:
+    if b'"params"' not in body:
+        return None
+    try:
+        raw = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
+        return None
+    rid = raw.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or "params" not in raw:
+        return None
+    if isinstance(raw["params"], dict):
+        return None
+    return {"jsonrpc": "2.0", "id": rid,
+            "error": {"code": INVALID_PARAMS, "message": "Invalid request: params must be an object"}}
+
+
 def _security(bind_host: str, http: HttpConfig) -> TransportSecuritySettings:
     # The guard middleware already enforces Host/Origin for every route; the SDK's
     # own check is kept consistent with it (and would catch a mis-mounted route).
@@ -257,6 +322,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http)
     return app
 
