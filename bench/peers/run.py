@@ -23,7 +23,7 @@ upstream (``tests.fixtures.echo_server`` over stdio):
   ``tools/list_changed``, and until the new tool shows up in ``tools/list``.
 
 Ratios are to ``direct``. Loopback only; every loop is bounded in count and time.
-Total runtime is about 3–5 minutes on a 2-core machine.
+Total runtime is about 2–3 minutes on a 2-core machine once the peers are installed.
 """
 
 from __future__ import annotations
