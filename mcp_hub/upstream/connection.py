@@ -78,6 +78,8 @@ BACKOFF_JITTER = 0.2
 PARK_PROBE_SECONDS = 300.0
 #: Bursts of list_changed notifications within this window become one refresh.
 REFRESH_DEBOUNCE = 0.02
+#: A list_changed this long after the previous refresh starts a new burst (no wait).
+REFRESH_IDLE = 0.25
 _MAX_PAGES = 1000
 
 _current_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
@@ -584,9 +586,14 @@ class ServerConnection:
 
     async def _refresh_loop(self, session: ClientSession) -> None:
         """Apply list_changed notifications one refresh at a time, coalescing bursts."""
+        last_refresh = float("-inf")
         while True:
             await self._refresh_wanted.wait()
-            await anyio.sleep(REFRESH_DEBOUNCE)
+            if anyio.current_time() - last_refresh < REFRESH_IDLE:
+                # Inside a burst: let it settle briefly so one listing covers many changes.
+                await anyio.sleep(REFRESH_DEBOUNCE)
+            # else: the first change after a quiet spell is applied at once.
+            last_refresh = anyio.current_time()
             kinds = self._refresh_kinds
             self._refresh_kinds = set()
             self._refresh_wanted = anyio.Event()
