@@ -14,14 +14,18 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcp_hub import __version__
-from mcp_hub.config import HubConfig, load_config
-from mcp_hub.errors import ConfigError, HubError
+from mcp_hub import __version__, prespawn
 from mcp_hub.redact import RedactingFilter, add_secrets, redact
+
+if TYPE_CHECKING:
+    from mcp_hub.config import HubConfig
+
+# Everything heavier (the MCP SDK, pydantic models) is imported inside the commands,
+# after main() has started the stdio upstreams (see mcp_hub.prespawn).
 
 __all__ = ["main"]
 
@@ -70,6 +74,8 @@ def run_async(fn: Any) -> Any:
 
 
 def _load(args: argparse.Namespace) -> HubConfig:
+    from mcp_hub.config import load_config
+
     config = load_config(args.config)
     add_secrets(config.secret_values)
     setup_logging(args.log_level or config.hub.log_level, args.log_format or config.hub.log_format)
@@ -81,6 +87,7 @@ def _load(args: argparse.Namespace) -> HubConfig:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from mcp_hub.downstream.runners import serve_http, serve_stdio
+    from mcp_hub.errors import ConfigError
 
     config = _load(args)
     if args.profile and args.profile not in config.profiles:
@@ -182,6 +189,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
+    from mcp_hub.errors import HubError
+
     config = _load(args)
     try:
         arguments = json.loads(args.args) if args.args else {}
@@ -265,6 +274,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     import tomllib
 
+    from mcp_hub.errors import ConfigError
     from mcp_hub.importer import import_client_config
 
     target = Path(args.output) if args.output else None
@@ -374,10 +384,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_PRESPAWN_COMMANDS = frozenset({"serve", "tools", "check", "call"})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``mcp-hub`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in _PRESPAWN_COMMANDS:
+        # Upstreams start importing their SDKs while the hub imports its own.
+        prespawn.start(prespawn.find_config_path(args.config))
+    from mcp_hub.errors import ConfigError, HubError
+
     try:
         return int(args.func(args))
     except ConfigError as exc:
@@ -391,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"mcp-hub: {redact(str(exc))}", file=sys.stderr)
         return 1
+    finally:
+        prespawn.discard_all()
 
 
 if __name__ == "__main__":

@@ -42,7 +42,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from mcp_hub import prespawn
 from mcp_hub.config import ServerConfig
+from mcp_hub.prespawn import INHERITED_ENV_VARS
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description
 
@@ -57,13 +59,6 @@ __all__ = [
 
 logger = logging.getLogger("mcp_hub.upstream")
 stderr_logger = logging.getLogger("mcp_hub.upstream.stderr")
-
-#: Variables a stdio child inherits from the hub; everything else must be set in ``env``.
-INHERITED_ENV_VARS = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
-    "TERM", "TMPDIR", "TEMP", "TMP", "TZ", "SYSTEMROOT", "APPDATA", "LOCALAPPDATA",
-    "USERPROFILE", "PATHEXT", "COMSPEC",
-)
 
 # Shutdown of a stdio child: close stdin, wait, then SIGTERM the group, wait, SIGKILL.
 _EXIT_GRACE_SECONDS = 2.0
@@ -103,11 +98,7 @@ class TransportProbe:
 
 def child_environment(config: ServerConfig, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a stdio child: the inherited allow-list plus the configured ``env``."""
-    source = os.environ if base is None else base
-    env = {k: v for k in INHERITED_ENV_VARS if (v := source.get(k)) is not None
-           and not v.startswith("()")}
-    env.update(config.env)
-    return env
+    return prespawn.filtered_environment(config.env, base)
 
 
 @asynccontextmanager
@@ -201,16 +192,17 @@ async def _stdio(
     name: str, config: ServerConfig, probe: TransportProbe, on_eof: Callable[[str], None]
 ) -> AsyncIterator[tuple[Any, Any]]:
     command = _resolve_command(config)
+    argv, env = [command, *config.args], child_environment(config)
+    process: Any = await prespawn.adopt(name, argv, env, config.cwd)
+    if process is not None:
+        logger.debug("[%s] using the process started early (pid %d)", name, process.pid,
+                     extra={"server": name})
     try:
-        process = await anyio.open_process(
-            [command, *config.args],
-            stdin=PIPE,
-            stdout=PIPE,
-            stderr=PIPE,
-            cwd=config.cwd,
-            env=child_environment(config),
-            start_new_session=True,
-        )
+        if process is None:
+            process = await anyio.open_process(
+                argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=config.cwd, env=env,
+                start_new_session=True,
+            )
     except FileNotFoundError as exc:
         raise ConnectFailure(f"command not found: {exc.filename or command}",
                              permanent=True) from None

@@ -1,0 +1,270 @@
+"""Start stdio upstreams before the hub has finished importing itself.
+
+A stdio upstream is usually a Python or Node program that needs a second or
+more to import its own SDK; the hub needs most of a second to import its own.
+Run one after the other, the hub's first ``tools/list`` would wait for both.
+So the CLI calls :func:`start` before it imports anything heavy (this module
+uses the standard library only): it reads ``servers.toml`` with ``tomllib`` and
+spawns every plain stdio server — ``command``/``args``/``env``/``cwd`` without
+``${…}`` references, enabled, stdio — exactly as the upstream transport would.
+
+When the transport later connects that server it calls :func:`adopt` with the
+command line, environment and folder it computed from the validated config; a
+pre-started process is used only if all three match exactly, otherwise it is
+stopped and the transport spawns its own. Anything not adopted is stopped when
+the hub exits (:func:`discard_all`). Nothing here changes what runs — only when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "INHERITED_ENV_VARS",
+    "adopt",
+    "discard_all",
+    "filtered_environment",
+    "find_config_path",
+    "resolve_command",
+    "start",
+]
+
+#: Variables a stdio child inherits from the hub; everything else must be set in ``env``.
+INHERITED_ENV_VARS = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+    "TERM", "TMPDIR", "TEMP", "TMP", "TZ", "SYSTEMROOT", "APPDATA", "LOCALAPPDATA",
+    "USERPROFILE", "PATHEXT", "COMSPEC",
+)
+
+_READ_CHUNK = 65536
+
+
+def filtered_environment(extra: Mapping[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a stdio child: the inherited allow-list plus ``extra``."""
+    source = os.environ if base is None else base
+    env = {k: v for k in INHERITED_ENV_VARS if (v := source.get(k)) is not None
+           and not v.startswith("()")}
+    env.update(extra)
+    return env
+
+
+def resolve_command(command: str, env: Mapping[str, str]) -> str | None:
+    """The executable a stdio child runs: a path as given, else looked up on the child's PATH."""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        return command if os.path.exists(command) else None
+    return shutil.which(command, path=env.get("PATH"))
+
+
+def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """``--config``, ``$MCP_HUB_CONFIG``, ``./servers.toml``, ``~/.config/mcp-hub/servers.toml``."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("MCP_HUB_CONFIG")
+    if env:
+        return Path(env)
+    for candidate in (Path("servers.toml"), Path.home() / ".config" / "mcp-hub" / "servers.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@dataclass
+class _Started:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None
+    popen: subprocess.Popen[bytes]
+
+
+_lock = threading.Lock()
+_started: dict[str, _Started] = {}
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${" not in value
+    if isinstance(value, list):
+        return all(isinstance(v, str) and _plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and isinstance(v, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def start(config_path: Path | None) -> int:
+    """Spawn the plain stdio servers of ``config_path``; return how many started."""
+    if sys.platform == "win32" or config_path is None or not config_path.is_file():
+        return 0
+    try:
+        data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    servers = data.get("servers")
+    if not isinstance(servers, dict):
+        return 0
+    count = 0
+    for name, spec in servers.items():
+        if not isinstance(spec, dict) or spec.get("enabled", True) is not True:
+            continue
+        if "url" in spec or spec.get("transport", "stdio") != "stdio":
+            continue
+        command, args = spec.get("command"), spec.get("args", [])
+        env_extra, cwd = spec.get("env", {}), spec.get("cwd")
+        if not (isinstance(command, str) and _plain(command) and _plain(args) and _plain(env_extra)):
+            continue
+        if cwd is not None and (not _plain(cwd) or not os.path.isdir(cwd)):
+            continue
+        env = filtered_environment(env_extra)
+        executable = resolve_command(command, env)
+        if executable is None:
+            continue
+        argv = [executable, *args]
+        try:
+            popen = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=cwd, env=env, start_new_session=True, bufsize=0,
+            )
+        except OSError:
+            continue
+        with _lock:
+            _started[name] = _Started(argv, env, cwd, popen)
+        count += 1
+    return count
+
+
+def _stop(popen: subprocess.Popen[bytes]) -> None:
+    for stream in (popen.stdin, popen.stdout, popen.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    if popen.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signal.SIGTERM)
+        try:
+            popen.wait(2)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(popen.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                popen.wait(2)
+
+
+def discard_all() -> None:
+    """Stop every pre-started process nobody adopted."""
+    with _lock:
+        left = list(_started.values())
+        _started.clear()
+    for item in left:
+        _stop(item.popen)
+
+
+async def adopt(name: str, argv: list[str], env: Mapping[str, str], cwd: str | None) -> AdoptedProcess | None:
+    """The pre-started process for ``name`` if it was started exactly so, else None."""
+    with _lock:
+        item = _started.pop(name, None)
+    if item is None:
+        return None
+    if item.argv != argv or item.env != dict(env) or item.cwd != cwd or item.popen.poll() is not None:
+        await asyncio.get_running_loop().run_in_executor(None, _stop, item.popen)
+        return None
+    try:
+        return await AdoptedProcess.wrap(item.popen)
+    except (OSError, ValueError, RuntimeError):
+        _stop(item.popen)
+        return None
+
+
+# ---------------------------------------------------------------------------- the adapter
+
+
+class _Receive:
+    """A pipe read end as an async iterator of byte chunks (what the transport reads)."""
+
+    def __init__(self, reader: asyncio.StreamReader, transport: asyncio.BaseTransport) -> None:
+        self._reader = reader
+        self._transport = transport
+
+    def __aiter__(self) -> _Receive:
+        return self
+
+    async def __anext__(self) -> bytes:
+        chunk = await self._reader.read(_READ_CHUNK)
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
+
+    async def aclose(self) -> None:
+        self._transport.close()
+
+
+class _Send:
+    """A pipe write end with ``send``/``aclose``."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def send(self, data: bytes) -> None:
+        if self._writer.is_closing():
+            raise BrokenPipeError("the child's stdin is closed")
+        self._writer.write(data)
+        await self._writer.drain()
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+
+class AdoptedProcess:
+    """A ``subprocess.Popen`` child with the attributes the stdio transport uses."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], stdin: _Send, stdout: _Receive,
+                 stderr: _Receive) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @classmethod
+    async def wrap(cls, popen: subprocess.Popen[bytes]) -> AdoptedProcess:
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        loop = asyncio.get_running_loop()
+
+        async def reader(pipe: Any) -> _Receive:
+            stream = asyncio.StreamReader(limit=2**31, loop=loop)
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(stream, loop=loop), pipe)
+            return _Receive(stream, transport)
+
+        stdout = await reader(popen.stdout)
+        stderr = await reader(popen.stderr)
+        wtransport, wprotocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), popen.stdin)
+        writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
+        return cls(popen, _Send(writer), stdout, stderr)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._popen.kill()
+
+    def terminate(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._popen.terminate()
+
+    async def wait(self) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self._popen.wait)
+
