@@ -39,6 +39,7 @@ __all__ = ["stdio_server"]
 logger = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
+_HIGH_WATER = 1024 * 1024
 
 
 def _pipe_like(fd: int) -> bool:
@@ -112,11 +113,25 @@ async def stdio_server(
     # ready with receive_nowait and sends it in one write.
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
+    # Everything written during one turn of the event loop goes out in one write:
+    # under concurrency many answers finish together, and each write is a syscall
+    # plus a wake-up of the client.
+    queued: list[bytes] = []
+
+    def flush() -> None:
+        data = b"".join(queued)
+        queued.clear()
+        if data and not writer.is_closing():
+            writer.write(data)
+
     async def send_raw(data: bytes) -> None:
         if writer.is_closing():
             return
-        writer.write(data)
-        await writer.drain()
+        if not queued:
+            loop.call_soon(flush)
+        queued.append(data)
+        if wtransport.get_write_buffer_size() > _HIGH_WATER:
+            await writer.drain()
 
     async def stdin_reader() -> None:
         try:
@@ -186,6 +201,7 @@ async def stdio_server(
                 rtransport.close()
                 tg.cancel_scope.deadline = anyio.current_time() + 5
     finally:
+        flush()
         rtransport.close()
         wtransport.close()
         os.dup2(saved_in, 0)
