@@ -19,12 +19,10 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import uvicorn
 
 from mcp_hub import runtime
 from mcp_hub.config import HubConfig
 from mcp_hub.downstream.fastpath import StdioFastPath
-from mcp_hub.downstream.http import build_app, describe_endpoints
 from mcp_hub.downstream.server import build_server
 from mcp_hub.downstream.stdio import stdio_server
 from mcp_hub.errors import ConfigError
@@ -61,25 +59,30 @@ async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
             tg.cancel_scope.cancel()
 
 
-class _Server(uvicorn.Server):
+def _uvicorn_server(config: Any) -> Any:
     """uvicorn's server, minus re-raising the stop signal after a graceful shutdown.
 
     uvicorn re-raises SIGINT/SIGTERM once it has drained, which would kill the
     process before the Hub closes its upstreams; the hub exits normally instead.
+    (uvicorn is imported here so that serving stdio never pays for it.)
     """
+    import uvicorn
 
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        handled = (signal.SIGINT, signal.SIGTERM)
-        original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-        try:
-            yield
-        finally:
-            for sig, handler in original.items():
-                signal.signal(sig, handler)
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return _Server(config)
 
 
 def _start_reloaders(hub: Hub, tg: anyio.abc.TaskGroup) -> None:
@@ -121,6 +124,10 @@ async def serve_http(
     sock.listen(2048)
     sock.setblocking(False)
     actual_port = sock.getsockname()[1]
+    import uvicorn
+
+    from mcp_hub.downstream.http import build_app, describe_endpoints
+
     async with Hub(config) as hub:
         app = build_app(hub, host=host, http=http, stateless=stateless)
         uv_config = uvicorn.Config(
@@ -128,7 +135,7 @@ async def serve_http(
             timeout_graceful_shutdown=GRACEFUL_SECONDS, server_header=False,
             limit_concurrency=None,
         )
-        server = _Server(uv_config)
+        server = _uvicorn_server(uv_config)
         endpoints = describe_endpoints(host, actual_port, list(config.profiles))
         print(
             f"mcp-hub listening on {endpoints['streamable_http']} "
