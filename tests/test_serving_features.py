@@ -159,3 +159,24 @@ def test_a_bad_config_names_the_key_and_exits_2(tmp_path: Path) -> None:
     proc = _cli("tools", "--config", str(path))
     assert proc.returncode == 2
     assert "servers.x.argz" in proc.stderr and "args" in proc.stderr
+
+
+async def test_status_command_shows_a_running_http_hub(tmp_path: Path) -> None:
+    token = "status-token-" + "x" * 20
+    config = write_config(tmp_path, echo_server_toml("echo"),
+                          hub=f'[hub.http]\nauth_tokens = ["{token}"]\n')
+    with anyio.fail_after(90):
+        async with http_hub(config, tmp_path) as hub:
+            text = await anyio.to_thread.run_sync(
+                lambda: _cli("status", "--url", hub.mcp_url, "--token", token))
+            assert text.returncode == 0, text.stderr
+            assert "echo" in text.stdout and "ready" in text.stdout
+            assert "tool_search: mode=auto" in text.stdout
+            as_json = await anyio.to_thread.run_sync(
+                lambda: _cli("status", "--url", hub.base, "--json", "--token", token))
+            data = json.loads(as_json.stdout)
+            assert data["upstreams"][0]["name"] == "echo"
+            refused = await anyio.to_thread.run_sync(
+                lambda: _cli("status", "--url", hub.base, "--token", "wrong-token-" + "y" * 20))
+            assert refused.returncode == 1 and "401" in refused.stderr
+            assert token not in text.stdout + text.stderr
