@@ -42,6 +42,9 @@ __all__ = [
     "parse_config",
 ]
 
+#: Toolset names config cannot define: the aliases of everything and the builtin toolsets.
+RESERVED_TOOLSET_NAMES = frozenset({"all", "*", "hub", "clarify", "file", "terminal"})
+
 SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # ``${VAR}``, ``${VAR:-default}``; ``$$`` is a literal ``$`` (so ``$${X}`` stays ``${X}``).
 _VAR_RE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -256,6 +259,17 @@ class HubConfig(_Model):
                 )
         return value
 
+    @field_validator("toolsets")
+    @classmethod
+    def _toolset_names(cls, value: dict[str, ToolsetConfig]) -> dict[str, ToolsetConfig]:
+        for name in value:
+            if name in RESERVED_TOOLSET_NAMES or name.startswith("mcp-"):
+                raise ValueError(
+                    f"toolset name {name!r} is reserved (all, *, the builtin toolsets "
+                    f"{', '.join(sorted(RESERVED_TOOLSET_NAMES - {'all', '*'}))} and mcp-<server>)"
+                )
+        return value
+
     def enabled_servers(self) -> dict[str, ServerConfig]:
         """Servers with ``enabled = true``, in file order."""
         return {name: srv for name, srv in self.servers.items() if srv.enabled}
@@ -301,6 +315,8 @@ def load_config(
         raise ConfigError(f"{found}: no such file") from None
     except OSError as exc:
         raise ConfigError(f"{found}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{found}: not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     config = parse_config(text, source=found, environ=environ)
     return config
 

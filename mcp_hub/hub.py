@@ -35,7 +35,7 @@ from mcp_hub.redact import add_secrets, redact
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as global_registry
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
-from mcp_hub.toolsets import register_composite, resolve_profile
+from mcp_hub.toolsets import register_composite, resolve_profile, unregister_composite
 from mcp_hub.upstream import UpstreamManager
 
 __all__ = ["Hub"]
@@ -163,9 +163,14 @@ class Hub:
             except ConfigError as exc:
                 logger.error("config reload refused, keeping the running config: %s", exc)
                 return False
+        # Every check that can refuse the new config ran in load_config (reserved toolset
+        # names included), so nothing below fails half-way through the state changes.
+        old = self.config
         add_secrets(new.secret_values)
         runtime.set_config(new)
         self.registry.allow_tool_override = new.hub.allow_tool_override
+        for name in set(old.toolsets) - set(new.toolsets):
+            unregister_composite(name)
         for name, ts in new.toolsets.items():
             register_composite(name, ts.tools, ts.includes, ts.description)
         self.config = new
@@ -198,7 +203,7 @@ class Hub:
             current = await stamp()
             if current is not None and current != last:
                 last = current
-                await self.reload()
+                await self._reload_logged()
 
     async def reload_on_sighup(self) -> None:
         """Reload on SIGHUP (where the platform has it)."""
@@ -210,7 +215,14 @@ class Hub:
         with anyio.open_signal_receiver(sighup) as signals:
             async for _ in signals:
                 logger.info("SIGHUP: reloading the config")
-                await self.reload()
+                await self._reload_logged()
+
+    async def _reload_logged(self) -> None:
+        """A reload that can never take the hub down: any failure is logged."""
+        try:
+            await self.reload()
+        except Exception:
+            logger.exception("config reload failed; the hub keeps serving")
 
     # ------------------------------------------------------------------ changes
     def _on_registry_change(self, generation: int) -> None:

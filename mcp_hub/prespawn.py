@@ -93,8 +93,9 @@ _started: dict[str, _Started] = {}
 
 
 def _plain(value: Any) -> bool:
+    # Any "$" may be config syntax (${VAR}, $$): only literal values are started early.
     if isinstance(value, str):
-        return "${" not in value
+        return "$" not in value
     if isinstance(value, list):
         return all(isinstance(v, str) and _plain(v) for v in value)
     if isinstance(value, dict):
@@ -175,13 +176,15 @@ async def adopt(name: str, argv: list[str], env: Mapping[str, str], cwd: str | N
         item = _started.pop(name, None)
     if item is None:
         return None
+    loop = asyncio.get_running_loop()
     if item.argv != argv or item.env != dict(env) or item.cwd != cwd or item.popen.poll() is not None:
-        await asyncio.get_running_loop().run_in_executor(None, _stop, item.popen)
+        await loop.run_in_executor(None, _stop, item.popen)
         return None
     try:
         return await AdoptedProcess.wrap(item.popen)
     except (OSError, ValueError, RuntimeError):
-        _stop(item.popen)
+        # _stop closes the pipes too, including one a half-done wrap connected.
+        await loop.run_in_executor(None, _stop, item.popen)
         return None
 
 

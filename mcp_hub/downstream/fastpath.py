@@ -27,8 +27,10 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types.methods as _methods
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    CONNECTION_CLOSED,
     INTERNAL_ERROR,
     INVALID_REQUEST,
     ClientCapabilities,
@@ -54,6 +56,11 @@ _REQUEST_TIMEOUT = 600.0
 
 def _valid_id(value: Any) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC line; text that cannot be encoded (a lone surrogate) is escaped."""
+    return json.dumps(message, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"
 
 
 class _Pending:
@@ -82,6 +89,7 @@ class StdioFastPath:
         self._calls: dict[Any, anyio.CancelScope] = {}
         self._pending: dict[str, _Pending] = {}
         self._ids = itertools.count(1)
+        self._closing = False
 
     # ---------------------------------------------------------------- input side
     def wants(self, line: bytes) -> bool:
@@ -112,11 +120,14 @@ class StdioFastPath:
             return False
         if method == "logging/setLevel" and isinstance(params, dict):
             level = params.get("level")
-            if isinstance(level, str):
+            if isinstance(level, str) and level in LOG_LEVELS:
                 self.log_level = level
             return False
         if method == "notifications/cancelled" and isinstance(params, dict):
-            scope = self._calls.get(params.get("requestId"))
+            target = params.get("requestId")
+            if not isinstance(target, (str, int)) or isinstance(target, bool):
+                return False
+            scope = self._calls.get(coerce_request_id(target))
             if scope is None:
                 return False
             scope.cancel()
@@ -148,7 +159,8 @@ class StdioFastPath:
             self._init_id = None
 
     def _start_call(self, rid: Any, params: Any) -> bool:
-        if not _valid_id(rid) or rid in self._calls or not isinstance(params, dict):
+        if (self._closing or not _valid_id(rid) or coerce_request_id(rid) in self._calls
+                or not isinstance(params, dict)):
             return False
         name = params.get("name")
         arguments = params.get("arguments", {})
@@ -160,14 +172,26 @@ class StdioFastPath:
         if token is not None and not _valid_id(token):
             return False
         scope = anyio.CancelScope()
-        self._calls[rid] = scope
+        self._calls[coerce_request_id(rid)] = scope
         self.tg.start_soon(self._run, rid, name, arguments, token, scope)
         return True
+
+    def close(self) -> None:
+        """The input ended: calls in flight end with "Connection closed", as on the SDK path."""
+        if self._closing:
+            return
+        self._closing = True
+        for scope in list(self._calls.values()):
+            scope.cancel()
+        for pending in list(self._pending.values()):
+            pending.error = {"code": CONNECTION_CLOSED, "message": "Connection closed"}
+            pending.done.set()
+        self._pending.clear()
 
     # ---------------------------------------------------------------- the call
     async def _run(self, rid: Any, name: str, arguments: dict[str, Any], token: Any,
                    scope: anyio.CancelScope) -> None:
-        payload: dict[str, Any] | None = None
+        data: bytes | None = None
         try:
             with scope:
                 call = _FastCallContext(self, rid, name, token)
@@ -176,23 +200,28 @@ class StdioFastPath:
                     dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
                     assert self.version is not None
                     shaped = _methods.serialize_server_result("tools/call", self.version, dumped)
-                    payload = {"jsonrpc": "2.0", "id": rid, "result": shaped}
+                    data = _encode({"jsonrpc": "2.0", "id": rid, "result": shaped})
                 except MCPError as exc:
-                    payload = {"jsonrpc": "2.0", "id": rid,
-                               "error": exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)}
+                    data = _encode({"jsonrpc": "2.0", "id": rid,
+                                    "error": exc.error.model_dump(by_alias=True, mode="json",
+                                                                  exclude_none=True)})
                 except Exception:
                     logger.exception("tools/call %s failed inside the hub", name)
-                    payload = {"jsonrpc": "2.0", "id": rid,
-                               "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
+                    data = _encode({"jsonrpc": "2.0", "id": rid,
+                                    "error": {"code": INTERNAL_ERROR, "message": "Internal error"}})
         finally:
-            self._calls.pop(rid, None)
-        if payload is not None and not scope.cancel_called:
-            await self.send_raw(json.dumps(payload, ensure_ascii=False).encode() + b"\n")
+            self._calls.pop(coerce_request_id(rid), None)
+        if scope.cancel_called:
+            if not self._closing:
+                return  # the client cancelled: no response, as the spec says
+            data = _encode({"jsonrpc": "2.0", "id": rid,
+                            "error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}})
+        if data is not None:
+            await self.send_raw(data)
 
     # ---------------------------------------------------------------- output side
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        message = {"jsonrpc": "2.0", "method": method, "params": params}
-        await self.send_raw(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        await self.send_raw(_encode({"jsonrpc": "2.0", "method": method, "params": params}))
 
     async def request(self, method: str, params: dict[str, Any] | None) -> Any:
         """Send a server-to-client request and wait for its answer (bounded)."""
@@ -201,10 +230,20 @@ class StdioFastPath:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
+        if self._closing:
+            raise MCPError(CONNECTION_CLOSED, "Connection closed")
         try:
-            await self.send_raw(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+            await self.send_raw(_encode(message))
             with anyio.fail_after(_REQUEST_TIMEOUT):
                 await pending.done.wait()
+        except BaseException:
+            if not pending.done.is_set() and not self._closing:
+                # Abandoned (the call was cancelled, or no answer in time): tell the
+                # client, so its dialog does not stay open, as the SDK does.
+                with anyio.move_on_after(2, shield=True):
+                    await self.notify("notifications/cancelled",
+                                      {"requestId": rid, "reason": "the request was abandoned"})
+            raise
         finally:
             self._pending.pop(rid, None)
         if pending.error is not None:
@@ -234,8 +273,9 @@ class _FastCallContext(CallContext):
         await self._fast.notify("notifications/progress", params)
 
     async def log(self, level: LoggingLevel, data: Any, logger: str | None = None) -> None:
+        # Handshake era: every level is sent until the client sets one (as the SDK does).
         threshold = self._fast.log_level
-        if threshold is None or LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(threshold, 0):
+        if threshold is not None and LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(threshold, 0):
             return
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:

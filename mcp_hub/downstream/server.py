@@ -68,6 +68,19 @@ def _track(hub: Hub, ctx: Ctx) -> Any:
     return conn
 
 
+async def _drop_subscriber(hub: Hub, uri: str, conn: Any) -> None:
+    subs = hub.resource_subscribers.get(uri)
+    if subs is None or conn not in subs:
+        return
+    subs.remove(conn)
+    if not subs:
+        hub.resource_subscribers.pop(uri, None)
+        try:
+            await hub.upstreams.unsubscribe_resource(uri)
+        except Exception:
+            logger.debug("unsubscribe after a session closed failed", exc_info=True)
+
+
 def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     """Build the MCP server that exposes ``hub`` (restricted to ``profile`` if given)."""
     if profile is not None and profile not in hub.config.profiles:
@@ -122,6 +135,10 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         subs = hub.resource_subscribers.setdefault(uri, [])
         if conn not in subs:
             subs.append(conn)
+            stack = getattr(conn, "exit_stack", None)
+            if stack is not None:
+                # A closed session stops being a subscriber (and stops pinning its memory).
+                stack.push_async_callback(_drop_subscriber, hub, uri, conn)
         await hub.upstreams.subscribe_resource(uri)
         return types.EmptyResult()
 

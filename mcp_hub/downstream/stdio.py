@@ -17,6 +17,7 @@ pipe, socket or terminal (a regular file), it falls back to the SDK transport.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -29,6 +30,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import mcp.types as types
+import pydantic_core
 from mcp.server.stdio import stdio_server as sdk_stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -75,6 +77,7 @@ class FastPath(Protocol):
     def wants(self, line: bytes) -> bool: ...
     def intercept(self, raw: Any) -> bool: ...
     def outgoing(self, message: Any) -> None: ...
+    def close(self) -> None: ...
 
 
 @asynccontextmanager
@@ -92,103 +95,123 @@ async def stdio_server(
         return
 
     loop = asyncio.get_running_loop()
-    in_fd, out_fd = os.dup(0), os.dup(1)
+    blocking = (os.get_blocking(0), os.get_blocking(1))
     saved_in, saved_out = os.dup(0), os.dup(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    rfile = os.fdopen(in_fd, "rb", buffering=0)
-    wfile = os.fdopen(out_fd, "wb", buffering=0)
-    reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
-    rtransport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), rfile)
-    wtransport, wprotocol = await loop.connect_write_pipe(
-        lambda: asyncio.streams.FlowControlMixin(loop=loop), wfile)
-    writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
-
-    fast: FastPath | None = None
-    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-    # A plain memory stream on the write side: the writer drains everything that is
-    # ready with receive_nowait and sends it in one write.
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-
-    # Everything written during one turn of the event loop goes out in one write:
-    # under concurrency many answers finish together, and each write is a syscall
-    # plus a wake-up of the client.
+    rtransport: asyncio.BaseTransport | None = None
+    wtransport: asyncio.WriteTransport | None = None
     queued: list[bytes] = []
 
     def flush() -> None:
         data = b"".join(queued)
         queued.clear()
-        if data and not writer.is_closing():
-            writer.write(data)
-
-    async def send_raw(data: bytes) -> None:
-        if writer.is_closing():
-            return
-        if not queued:
-            loop.call_soon(flush)
-        queued.append(data)
-        if wtransport.get_write_buffer_size() > _HIGH_WATER:
-            await writer.drain()
-
-    async def stdin_reader() -> None:
-        try:
-            async with read_writer:
-                while True:
-                    try:
-                        line = await reader.readline()
-                    except (asyncio.LimitOverrunError, ValueError):
-                        logger.warning("dropped an over-long line on stdin (limit %d bytes)",
-                                       MAX_LINE_BYTES)
-                        continue
-                    if not line:
-                        return
-                    if not line.strip():
-                        continue
-                    if fast is not None and fast.wants(line):
-                        try:
-                            raw = json.loads(line)
-                        except ValueError:
-                            raw = None
-                        if raw is not None and fast.intercept(raw):
-                            continue
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except Exception as exc:
-                        reply = _error_for(line, exc)
-                        if reply is not None:
-                            await send_raw(reply)
-                        else:
-                            await read_writer.send(exc)
-                        continue
-                    await read_writer.send(SessionMessage(message))
-        except anyio.ClosedResourceError:
-            await anyio.lowlevel.checkpoint()
-
-    def encode(session_message: SessionMessage) -> bytes:
-        return session_message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
-
-    async def stdout_writer() -> None:
-        try:
-            async with write_reader:
-                async for session_message in write_reader:
-                    if fast is not None:
-                        fast.outgoing(session_message.message)
-                    # Under concurrency several answers are ready at once: one write (one
-                    # syscall, one wake-up of the client) carries them all.
-                    batch = [encode(session_message)]
-                    while len(batch) < 64:
-                        try:
-                            batch.append(encode(write_reader.receive_nowait()))
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                    await send_raw(b"".join(batch))
-        except (anyio.ClosedResourceError, ConnectionError):
-            await anyio.lowlevel.checkpoint()
+        if data and wtransport is not None and not wtransport.is_closing():
+            wtransport.write(data)
 
     try:
+        in_fd, out_fd = os.dup(0), os.dup(1)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        try:
+            os.dup2(2, 1)
+        except OSError:  # no stderr: stray output goes nowhere rather than onto the wire
+            sink = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(sink, 1)
+            os.close(sink)
+        rfile = os.fdopen(in_fd, "rb", buffering=0)
+        wfile = os.fdopen(out_fd, "wb", buffering=0)
+        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
+        rtransport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), rfile)
+        wtransport, wprotocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), wfile)
+        writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
+        write_transport = wtransport
+
+        fast: FastPath | None = None
+        read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+        # A plain memory stream on the write side: the writer drains everything that is
+        # ready with receive_nowait and sends it in one write.
+        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+        # Everything written during one turn of the event loop goes out in one write:
+        # under concurrency many answers finish together, and each write is a syscall
+        # plus a wake-up of the client.
+        async def send_raw(data: bytes) -> None:
+            if write_transport.is_closing():
+                return
+            if not queued:
+                loop.call_soon(flush)
+            queued.append(data)
+            if write_transport.get_write_buffer_size() > _HIGH_WATER:
+                try:
+                    await writer.drain()
+                except ConnectionError:  # the client went away; the reader sees EOF next
+                    return
+
+        async def stdin_reader() -> None:
+            try:
+                async with read_writer:
+                    while True:
+                        try:
+                            line = await reader.readline()
+                        except (asyncio.LimitOverrunError, ValueError):
+                            logger.warning("dropped an over-long line on stdin (limit %d bytes)",
+                                           MAX_LINE_BYTES)
+                            continue
+                        if not line:
+                            return
+                        if not line.strip():
+                            continue
+                        if fast is not None and fast.wants(line):
+                            try:
+                                # The SDK's own parser: same acceptance as the SDK path
+                                # (a lone surrogate is an error, not a string).
+                                raw = pydantic_core.from_json(line)
+                            except ValueError:
+                                raw = None
+                            try:
+                                if raw is not None and fast.intercept(raw):
+                                    continue
+                            except Exception:
+                                logger.exception("fast path failed on a message; the SDK server takes it")
+                        try:
+                            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        except Exception as exc:
+                            reply = _error_for(line, exc)
+                            if reply is not None:
+                                await send_raw(reply)
+                            else:
+                                await read_writer.send(exc)
+                            continue
+                        await read_writer.send(SessionMessage(message))
+            except anyio.ClosedResourceError:
+                await anyio.lowlevel.checkpoint()
+            finally:
+                if fast is not None:
+                    fast.close()
+
+        def encode(session_message: SessionMessage) -> bytes:
+            if fast is not None:
+                fast.outgoing(session_message.message)
+            return session_message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
+        async def stdout_writer() -> None:
+            try:
+                async with write_reader:
+                    async for session_message in write_reader:
+                        # Under concurrency several answers are ready at once: one write (one
+                        # syscall, one wake-up of the client) carries them all.
+                        batch = [encode(session_message)]
+                        while len(batch) < 64:
+                            try:
+                                batch.append(encode(write_reader.receive_nowait()))
+                            except (anyio.WouldBlock, anyio.EndOfStream):
+                                break
+                        await send_raw(b"".join(batch))
+            except (anyio.ClosedResourceError, ConnectionError):
+                await anyio.lowlevel.checkpoint()
+
         async with anyio.create_task_group() as tg:
             fast = fast_path(send_raw, tg) if fast_path is not None else None
             tg.start_soon(stdin_reader)
@@ -198,14 +221,21 @@ async def stdio_server(
             finally:
                 # EOF for the reader; the writer drains what the server still sent,
                 # bounded so a stuck pipe cannot hold the exit.
+                if fast is not None:
+                    fast.close()
                 rtransport.close()
                 tg.cancel_scope.deadline = anyio.current_time() + 5
     finally:
         flush()
-        rtransport.close()
-        wtransport.close()
+        if rtransport is not None:
+            rtransport.close()
+        if wtransport is not None:
+            wtransport.close()
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)
         os.close(saved_in)
         os.close(saved_out)
-
+        # The pipe transports set O_NONBLOCK on the shared open file; give it back as it was.
+        for fd, was_blocking in ((0, blocking[0]), (1, blocking[1])):
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, was_blocking)
