@@ -137,8 +137,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
             visible = [t.model_dump(by_alias=True, mode="json", exclude_none=True)
                        for t in hub.list_tools(args.profile)]
             state = hub.tool_search_state(args.profile)
-            bridged = hub.bridge.definitions_when_active(full) if hasattr(
-                hub.bridge, "definitions_when_active") else visible
+            bridged = hub.bridge.definitions_when_active(full)
             tokens = {"all_tools": estimate_tokens(full), "as_listed": estimate_tokens(visible),
                       "with_bridging": estimate_tokens(bridged), "tool_search": state}
         if args.json:

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_hub.errors import ConfigError
+from mcp_hub.prespawn import find_config_path
 
 __all__ = [
     "BuiltinsConfig",
@@ -290,16 +291,12 @@ class HubConfig(_Model):
 
 
 def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """Return the config file by the documented search order, or None."""
-    if explicit:
-        return Path(explicit)
-    env = os.environ.get("MCP_HUB_CONFIG")
-    if env:
-        return Path(env)
-    for candidate in (Path("servers.toml"), Path.home() / ".config" / "mcp-hub" / "servers.toml"):
-        if candidate.is_file():
-            return candidate
-    return None
+    """Return the config file by the documented search order, or None.
+
+    The search itself lives in :mod:`mcp_hub.prespawn` (standard library only), which
+    needs it before anything heavy is imported.
+    """
+    return find_config_path(explicit)
 
 
 def load_config(

@@ -26,6 +26,7 @@ from mcp_hub import __version__, runtime
 from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.discovery import discover_builtin_tools
+from mcp_hub.downstream.call_context import below_level
 from mcp_hub.downstream.sessions import ChangeKind, SessionTracker
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.metrics import Metrics
@@ -238,12 +239,10 @@ class Hub:
 
     async def _on_upstream_log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         # An upstream log outside any call: hand it to every live handshake session
-        # whose level admits it.
-        from mcp_hub.downstream.call_context import LOG_LEVELS
-
+        # that set a logging level admitting it.
         for conn in self.sessions.connections():
             threshold = conn.state.get("mcp_hub.log_level")
-            if threshold is None or LOG_LEVELS.get(params.level, 0) < LOG_LEVELS.get(threshold, 0):
+            if threshold is None or below_level(params.level, threshold):
                 continue
             try:
                 await conn.notify(
@@ -359,8 +358,9 @@ class Hub:
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:
         """Everything ``hub_status`` and the status page show, secrets redacted."""
+        statuses = self.upstreams.statuses()
         ups = []
-        for st in self.upstreams.statuses():
+        for st in statuses:
             ups.append({
                 "name": st.name,
                 "state": str(getattr(st.state, "value", st.state)),
@@ -380,7 +380,7 @@ class Hub:
             for r in self.registry.rejections
         ]
         seen = {(r["name"], r["toolset"]) for r in rejected}
-        for st in self.upstreams.statuses():
+        for st in statuses:
             for tool, reason in (getattr(st, "rejected_tools", {}) or {}).items():
                 if (tool, f"mcp-{st.name}") not in seen:
                     rejected.append({"name": tool, "toolset": f"mcp-{st.name}", "held_by": None,

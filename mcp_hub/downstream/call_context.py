@@ -34,12 +34,17 @@ from mcp.types import (
 
 from mcp_hub.context import CallContext
 
-__all__ = ["LOG_LEVELS", "SessionCallContext", "connection_of"]
+__all__ = ["LOG_LEVELS", "SessionCallContext", "below_level", "connection_of"]
 
 LOG_LEVELS: dict[str, int] = {
     "debug": 0, "info": 1, "notice": 2, "warning": 3,
     "error": 4, "critical": 5, "alert": 6, "emergency": 7,
 }
+
+
+def below_level(level: str, threshold: str | None) -> bool:
+    """True when a client set a logging level (``threshold``) and ``level`` is under it."""
+    return threshold is not None and LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(threshold, 0)
 
 
 def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
@@ -88,7 +93,7 @@ class SessionCallContext(CallContext):
         conn = connection_of(self._ctx)
         state = getattr(conn, "state", None)
         threshold = state.get("mcp_hub.log_level") if isinstance(state, dict) else None
-        if threshold is not None and LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(threshold, 0):
+        if below_level(level, threshold):
             return
         await self._ctx.session.send_notification(
             LoggingMessageNotification(

@@ -44,7 +44,8 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.context import CallContext
-from mcp_hub.downstream.call_context import LOG_LEVELS
+from mcp_hub.downstream.call_context import LOG_LEVELS, below_level
+from mcp_hub.downstream.jsonrpc import is_request_id
 
 __all__ = ["StdioFastPath"]
 
@@ -52,10 +53,6 @@ logger = logging.getLogger(__name__)
 
 SendRaw = Callable[[bytes], Awaitable[None]]
 _REQUEST_TIMEOUT = 600.0
-
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def _encode(message: dict[str, Any]) -> bytes:
@@ -125,8 +122,9 @@ class StdioFastPath:
             return False
         if method == "notifications/cancelled" and isinstance(params, dict):
             target = params.get("requestId")
-            if not isinstance(target, (str, int)) or isinstance(target, bool):
+            if not is_request_id(target):
                 return False
+            assert isinstance(target, (str, int))
             scope = self._calls.get(coerce_request_id(target))
             if scope is None:
                 return False
@@ -159,7 +157,7 @@ class StdioFastPath:
             self._init_id = None
 
     def _start_call(self, rid: Any, params: Any) -> bool:
-        if (self._closing or not _valid_id(rid) or coerce_request_id(rid) in self._calls
+        if (self._closing or not is_request_id(rid) or coerce_request_id(rid) in self._calls
                 or not isinstance(params, dict)):
             return False
         name = params.get("name")
@@ -169,7 +167,7 @@ class StdioFastPath:
                 meta is not None and not isinstance(meta, dict)):
             return False
         token = meta.get("progressToken") if meta else None
-        if token is not None and not _valid_id(token):
+        if token is not None and not is_request_id(token):
             return False
         scope = anyio.CancelScope()
         self._calls[coerce_request_id(rid)] = scope
@@ -275,7 +273,7 @@ class _FastCallContext(CallContext):
     async def log(self, level: LoggingLevel, data: Any, logger: str | None = None) -> None:
         # Handshake era: every level is sent until the client sets one (as the SDK does).
         threshold = self._fast.log_level
-        if threshold is not None and LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(threshold, 0):
+        if below_level(level, threshold):
             return
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:

@@ -37,6 +37,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.config import HttpConfig
+from mcp_hub.downstream.jsonrpc import request_id_of
 from mcp_hub.downstream.server import HubServer, build_server
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
 from mcp_hub.hub import Hub
@@ -230,12 +231,8 @@ def _shape_error(body: bytes) -> dict[str, Any] | None:
         raw = json.loads(body)
     except ValueError:
         return None
-    if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
-        return None
-    rid = raw.get("id")
-    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or "params" not in raw:
-        return None
-    if isinstance(raw["params"], dict):
+    rid = request_id_of(raw)
+    if rid is None or "params" not in raw or isinstance(raw["params"], dict):
         return None
     return {"jsonrpc": "2.0", "id": rid,
             "error": {"code": INVALID_PARAMS, "message": "Invalid request: params must be an object"}}

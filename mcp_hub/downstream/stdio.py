@@ -36,6 +36,8 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
+from mcp_hub.downstream.jsonrpc import request_id_of
+
 __all__ = ["stdio_server"]
 
 logger = logging.getLogger(__name__)
@@ -57,10 +59,8 @@ def _error_for(line: bytes, exc: Exception) -> bytes | None:
         return None
     # Only a JSON-RPC 2.0 request with a usable id is answered; anything else is not a
     # request the spec lets us reply to, and the SDK reports it as a transport error.
-    if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
-        return None
-    rid = raw.get("id")
-    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+    rid = request_id_of(raw)
+    if rid is None:
         return None
     if isinstance(rid, int) and abs(rid) > 2**53:
         return None
