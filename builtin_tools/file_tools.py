@@ -17,13 +17,13 @@ from __future__ import annotations
 import codecs
 import fnmatch
 import os
-import re
 import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import regex as re
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
 from mcp_hub.registry import registry, tool_error
@@ -50,6 +50,10 @@ MAX_SEARCH_FILE_BYTES = 10 * 1024 * 1024
 MAX_MATCH_LINE_CHARS = 300
 MAX_SCAN_LINE_CHARS = 10_000
 SEARCH_TIME_BUDGET_SECONDS = 20.0
+#: CPU seconds one content regex may spend on one line. The ``regex`` module checks
+#: this inside the match (so ``(a+)+$`` on a long line stops) and matches with the
+#: GIL released, so a slow pattern never stalls the hub's event loop.
+REGEX_TIMEOUT_SECONDS = 2.0
 COUNT_LINES_MAX_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 8192
 _CHUNK = 64 * 1024
@@ -364,7 +368,17 @@ def _grep(path: Path, regex: re.Pattern[str], deadline: float,
                 if time.monotonic() > deadline or room <= 0:
                     return
                 line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if regex.search(line[:MAX_SCAN_LINE_CHARS]):
+                budget = max(min(REGEX_TIMEOUT_SECONDS, deadline - time.monotonic()), 0.01)
+                try:
+                    found = regex.search(line[:MAX_SCAN_LINE_CHARS], timeout=budget,
+                                         concurrent=True)
+                except TimeoutError:
+                    raise _Refused(
+                        f"The regular expression {regex.pattern!r} took more than "
+                        f"{budget:.1f} s on line {number} of {path} (catastrophic backtracking, "
+                        "such as nested repeats like (a+)+). Simplify the pattern."
+                    ) from None
+                if found:
                     room -= 1
                     yield {"path": str(path), "line": number,
                            "text": line[:MAX_MATCH_LINE_CHARS]}

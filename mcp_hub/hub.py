@@ -23,6 +23,7 @@ import anyio.abc
 from mcp import types
 
 from mcp_hub import __version__, runtime
+from mcp_hub.access import EVERYONE, AccessControl, Caller, as_caller, caller_of_state
 from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.discovery import discover_builtin_tools
@@ -36,7 +37,7 @@ from mcp_hub.redact import add_secrets, redact
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as global_registry
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
-from mcp_hub.toolsets import register_composite, resolve_profile, unregister_composite
+from mcp_hub.toolsets import register_composite, unregister_composite
 from mcp_hub.upstream import UpstreamManager
 
 __all__ = ["Hub"]
@@ -64,6 +65,7 @@ class Hub:
         load_plugin_modules: bool = True,
     ) -> None:
         self.config = config
+        self._bridges: OrderedDict[Caller, ToolSearchBridge] = OrderedDict()
         self.registry = registry if registry is not None else ToolRegistry()
         self.registry.allow_tool_override = config.hub.allow_tool_override
         self.hooks = HookManager()
@@ -78,15 +80,17 @@ class Hub:
             on_resource_updated=self._on_resource_updated,
             on_log=self._on_upstream_log,
         )
-        self.bridge = ToolSearchBridge(config.tool_search, self._deferred_catalog)
+        #: The one enforcement point for what each caller may reach.
+        self.access = AccessControl(lambda: self.config, self.registry, self.upstreams)
+        self.bridge = self.bridge_for(EVERYONE)
         self._load_builtins = load_builtins
         self._builtins_dir = builtins_dir
         self._load_plugins = load_plugin_modules
         self._stack: AsyncExitStack | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
-        self._bridge_active: dict[str | None, bool] = {}
-        self._catalog_cache: tuple[list[dict[str, Any]], dict[str, str], int] | None = None
+        self._bridge_active: dict[Caller, bool] = {}
+        self._catalog_cache: dict[Caller, tuple[list[dict[str, Any]], dict[str, str], int]] = {}
         #: Resource subscriptions: uri -> connections that asked for it.
         self.resource_subscribers: dict[str, list[Any]] = {}
 
@@ -175,9 +179,10 @@ class Hub:
         for name, ts in new.toolsets.items():
             register_composite(name, ts.tools, ts.includes, ts.description)
         self.config = new
-        self.bridge.settings = new.tool_search
+        for bridge in self._bridges.values():
+            bridge.settings = new.tool_search
         self._tools_cache.clear()
-        self._catalog_cache = None
+        self._catalog_cache.clear()
         await self.upstreams.apply_config(new)
         self.registry.invalidate_check_fn_cache()
         self.sessions.changed("tools")
@@ -235,7 +240,10 @@ class Hub:
             self.sessions.changed(kind)
 
     async def _on_resource_updated(self, uri: str) -> None:
-        await self.sessions.resource_updated(uri, list(self.resource_subscribers.get(uri, ())))
+        # Checked again at delivery: a reload may have narrowed a subscriber's profile.
+        subscribers = [c for c in self.resource_subscribers.get(uri, ())
+                       if self.access.may_read(caller_of_state(getattr(c, "state", None)), uri)]
+        await self.sessions.resource_updated(uri, subscribers)
 
     async def _on_upstream_log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         # An upstream log outside any call: hand it to every live handshake session
@@ -253,17 +261,10 @@ class Hub:
                 logger.debug("log relay to a closed session dropped", exc_info=True)
 
     # ------------------------------------------------------------------ tools
-    def _profile_names(self, profile: str | None) -> set[str] | None:
-        if profile is None:
-            return None
-        prof = self.config.profiles.get(profile)
-        if prof is None:
-            raise KeyError(profile)
-        return resolve_profile(prof.toolsets, prof.disabled_toolsets, self.registry)
-
-    def _definitions(self, profile: str | None) -> list[dict[str, Any]]:
-        names = self._profile_names(profile)
-        return self.registry.get_definitions(names, cache_key=(profile, self.config.fingerprint()))
+    def _definitions(self, caller: Caller) -> list[dict[str, Any]]:
+        tools = self.access.policy(caller).tools
+        names = None if tools is None else set(tools)
+        return self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
         snap = self.registry.snapshot()
@@ -271,36 +272,51 @@ class Hub:
         servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
         return origins, servers
 
-    def _deferred_catalog(self) -> tuple[list[dict[str, Any]], dict[str, str], int]:
-        """What ``tool_search`` searches: every upstream and plugin tool the registry holds now.
+    def _deferred_catalog(self, caller: Caller) -> tuple[list[dict[str, Any]], dict[str, str], int]:
+        """What ``tool_search`` searches for ``caller``: the upstream and plugin tools it may reach.
 
-        Cached per registry generation, so a bridge call costs no registry scan.
+        Cached per caller and registry generation, so a bridge call costs no registry scan.
         """
         generation = self.registry.generation
-        cached = self._catalog_cache
+        cached = self._catalog_cache.get(caller)
         if cached is not None and cached[2] == generation:
             return cached
-        defs = self.registry.get_definitions(None, cache_key=("catalog",))
+        defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
         result = ([d for d in defs if origins.get(d["name"]) in ("upstream", "plugin")], servers,
                   generation)
-        self._catalog_cache = result
+        if len(self._catalog_cache) >= 64:
+            self._catalog_cache.clear()
+        self._catalog_cache[caller] = result
         return result
 
-    def list_tools(self, profile: str | None = None) -> list[types.Tool]:
-        """The tools/list answer for ``profile`` (None = everything), cached per generation."""
-        key = (profile, self.registry.generation)
+    def bridge_for(self, who: Caller | str | None) -> ToolSearchBridge:
+        """The tool_search bridge of one caller: its catalog holds only what the caller reaches."""
+        caller = as_caller(who)
+        bridge = self._bridges.get(caller)
+        if bridge is None:
+            bridge = ToolSearchBridge(self.config.tool_search,
+                                      lambda: self._deferred_catalog(caller))
+            self._bridges[caller] = bridge
+            while len(self._bridges) > 64:
+                self._bridges.popitem(last=False)
+        return bridge
+
+    def list_tools(self, profile: Caller | str | None = None) -> list[types.Tool]:
+        """The tools/list answer for a caller or profile (None = everything), cached per generation."""
+        caller = as_caller(profile)
+        key = (caller, self.registry.generation)
         cached = self._tools_cache.get(key)
         if cached is not None:
             return cached
-        defs = self._definitions(profile)
+        defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
         plan = plan_exposure(defs, origins, servers, self.config.tool_search)
-        previous = self._bridge_active.get(profile)
-        self._bridge_active[profile] = plan.active
+        previous = self._bridge_active.get(caller)
+        self._bridge_active[caller] = plan.active
         if previous is not None and previous != plan.active:
-            logger.info("tool_search %s for profile %s (%d deferrable tokens, threshold %d)",
-                        "activated" if plan.active else "deactivated", profile or "default",
+            logger.info("tool_search %s for %s (%d deferrable tokens, threshold %d)",
+                        "activated" if plan.active else "deactivated", caller.label,
                         plan.deferrable_tokens, plan.threshold_tokens)
         tools = [types.Tool.model_validate({k: d[k] for k in _TOOL_FIELDS if k in d})
                  for d in plan.visible]
@@ -309,8 +325,8 @@ class Hub:
             self._tools_cache.popitem(last=False)
         return tools
 
-    def tool_search_state(self, profile: str | None = None) -> dict[str, Any]:
-        defs = self._definitions(profile)
+    def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
+        defs = self._definitions(as_caller(profile))
         origins, servers = self._origins_and_servers()
         plan = plan_exposure(defs, origins, servers, self.config.tool_search)
         return {
@@ -323,26 +339,28 @@ class Hub:
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None, call: CallContext | None = None,
-        *, profile: str | None = None,
+        *, profile: Caller | str | None = None,
     ) -> types.CallToolResult:
-        """Run one tool call through the whole pipeline; record metrics."""
+        """Run one tool call through the whole pipeline for a caller (or profile); record metrics.
+
+        A name the caller may not reach fails exactly like a name that does not exist,
+        directly and through the bridge's ``tool_call``.
+        """
+        caller = as_caller(profile)
         if not self.upstreams.initial_done:
             # A call right after start waits for the initial connects (bounded).
             await self.wait_ready()
         call = call if call is not None else CallContext(tool_name=name, hub=self)
         if call.hub is None:
             call.hub = self
-        if profile is not None and not self.bridge.handles(name):
-            names = self._profile_names(profile)
-            if names is not None and name not in names:
-                raise UnknownToolError(name)
         started = time.perf_counter()
         status = "error"
         try:
             result = await handle_function_call(
                 name, arguments or {}, registry=self.registry, hooks=self.hooks,
-                bridge=self.bridge, max_result_size_chars=self.config.hub.max_result_size_chars,
-                call=call,
+                bridge=self.bridge_for(caller),
+                max_result_size_chars=self.config.hub.max_result_size_chars,
+                allow=self.access.tool_filter(caller), call=call,
             )
             status = "error" if result.is_error else "ok"
             return result

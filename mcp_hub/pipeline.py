@@ -23,7 +23,7 @@ import difflib
 import logging
 import time
 import weakref
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from jsonschema.validators import validator_for
@@ -41,6 +41,7 @@ __all__ = [
     "Reenter",
     "cap_result",
     "handle_function_call",
+    "unknown_tool",
     "validate_args",
 ]
 
@@ -169,6 +170,17 @@ def cap_result(result: CallToolResult, limit: int) -> CallToolResult:
 # ── the pipeline ──────────────────────────────────────────────────────────────
 
 
+def unknown_tool(
+    name: str, registry: ToolRegistry, allow: Callable[[str], bool] | None = None
+) -> UnknownToolError:
+    """The "Unknown tool" error; its suggestions come only from names ``allow`` admits,
+    so a name hidden from the caller reads exactly like a name that does not exist."""
+    names = registry.names()
+    if allow is not None:
+        names = [n for n in names if allow(n)]
+    return UnknownToolError(name, difflib.get_close_matches(name, names, n=3))
+
+
 def _error_result(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
@@ -181,22 +193,29 @@ async def handle_function_call(
     hooks: HookManager | None = None,
     bridge: Bridge | None = None,
     max_result_size_chars: int = DEFAULT_MAX_RESULT_SIZE_CHARS,
+    allow: Callable[[str], bool] | None = None,
     **context: Any,
 ) -> CallToolResult:
     """Run one tool call through the whole pipeline; always a ``CallToolResult``.
 
-    Raises :class:`UnknownToolError` for a name the registry does not hold.
+    Raises :class:`UnknownToolError` for a name the registry does not hold, or
+    that ``allow`` (the caller's access policy) refuses: the bridge's ``tool_call``
+    re-enters with the same ``allow``, so it reaches nothing the caller cannot.
     ``context`` (the hub passes ``call=CallContext``) reaches hooks and handler.
     """
     reg = default_registry if registry is None else registry
     if args is None:
         args = {}
+    bridged = bridge is not None and bridge.handles(name)
+    if not bridged and allow is not None and not allow(name):
+        raise unknown_tool(name, reg, allow)
 
     # 1. coercion
     args = coerce_tool_args(name, args, registry=reg)
 
     # 2. bridge tools
-    if bridge is not None and bridge.handles(name):
+    if bridged:
+        assert bridge is not None
 
         async def reenter(
             real_name: str, real_args: dict[str, Any], **ctx: Any
@@ -204,7 +223,7 @@ async def handle_function_call(
             # No bridge on re-entry: tool_call cannot call itself recursively.
             return await handle_function_call(
                 real_name, real_args, registry=reg, hooks=hooks,
-                max_result_size_chars=max_result_size_chars, **(ctx or context),
+                max_result_size_chars=max_result_size_chars, allow=allow, **(ctx or context),
             )
 
         result = await bridge.handle(name, args, reenter, **context)
@@ -213,7 +232,7 @@ async def handle_function_call(
     # 3. unknown tool, validation
     entry = reg.get_entry(name)
     if entry is None:
-        raise UnknownToolError(name, difflib.get_close_matches(name, reg.names(), n=3))
+        raise unknown_tool(name, reg, allow)
     if not isinstance(args, dict):
         return _error_result(
             f"Invalid arguments for tool {name}: arguments must be a JSON object, "

@@ -26,6 +26,7 @@ __all__ = [
     "ALL_ALIASES",
     "TOOLSETS",
     "ToolsetSpec",
+    "reached_toolsets",
     "register_composite",
     "resolve_profile",
     "resolve_toolset",
@@ -150,3 +151,25 @@ def resolve_profile(
     for ts in disabled:
         selected -= resolve_toolset(ts, registry)
     return selected
+
+
+def reached_toolsets(names: Iterable[str]) -> set[str]:
+    """Every toolset name reached from ``names``, following composite ``includes``.
+
+    Used to decide which upstream servers (``mcp-<server>`` toolsets) a profile
+    reaches, for the prompts and resources that have no tool name to filter by.
+    ``all``/``*`` stay in the result as given; the caller interprets them.
+    """
+    with _lock:
+        table = dict(TOOLSETS)
+    reached: set[str] = set()
+    stack = list(names)
+    while stack:
+        current = stack.pop()
+        if current in reached:
+            continue
+        reached.add(current)
+        spec = table.get(current)
+        if spec is not None:
+            stack.extend(spec["includes"])
+    return reached

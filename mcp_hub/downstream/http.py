@@ -4,7 +4,7 @@ Routes:
 
 * ``/mcp`` — Streamable HTTP (stateful by default, stateless with ``--stateless``);
   ``/p/NAME/mcp`` — the same for profile NAME;
-* ``/sse`` + ``/messages/`` — legacy SSE;
+* ``/sse`` + ``/messages/`` — legacy SSE; ``/p/NAME/sse`` + ``/p/NAME/messages/`` for profile NAME;
 * ``/healthz`` (alive), ``/readyz`` (initial upstream connects done), ``/metrics``
   (Prometheus), ``/status.json`` and ``/`` (the status page).
 
@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import INVALID_PARAMS
@@ -39,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.jsonrpc import request_id_of
 from mcp_hub.downstream.server import HubServer, build_server
+from mcp_hub.downstream.sse_routes import sse_endpoints
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
 from mcp_hub.hub import Hub
 from mcp_hub.runtime import is_loopback
@@ -267,15 +267,10 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         )
         for name, server in servers.items()
     }
-    sse = SseServerTransport("/messages/", security_settings=security)
-    default_server = servers[None]
-
-    async def handle_sse(request: Request) -> Response:
-        async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
-            await default_server.run(
-                streams[0], streams[1], default_server.create_initialization_options()
-            )
-        return Response()
+    sse_routes: list[Route | Mount] = []
+    for profile, server in servers.items():
+        prefix = "" if profile is None else f"/p/{profile}"
+        sse_routes += sse_endpoints(server, prefix, security)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -299,8 +294,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     routes: list[Route | Mount] = [
         Route("/mcp", endpoint=StreamableHTTPASGIApp(managers[None])),
-        Route("/sse", endpoint=handle_sse, methods=["GET"]),
-        Mount("/messages/", app=sse.handle_post_message),
+        *sse_routes,
         Route("/healthz", endpoint=healthz, methods=["GET"]),
         Route("/readyz", endpoint=readyz, methods=["GET"]),
         Route("/metrics", endpoint=metrics, methods=["GET"]),

@@ -17,7 +17,9 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_hub.access import Caller
 from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
+from mcp_hub.downstream.visibility import CallerBus, remember_caller
 from mcp_hub.hub import Hub
 
 __all__ = ["HubServer", "build_server"]
@@ -85,26 +87,30 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     """Build the MCP server that exposes ``hub`` (restricted to ``profile`` if given)."""
     if profile is not None and profile not in hub.config.profiles:
         raise KeyError(f"unknown profile {profile!r}")
+    # Every handler below asks hub.access about this caller before it lists or routes.
+    caller = Caller(profile=profile)
+    access = hub.access
 
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         _track(hub, ctx)
         await _startup(hub)
-        return types.ListToolsResult(tools=hub.list_tools(profile))
+        return types.ListToolsResult(tools=hub.list_tools(caller))
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         _track(hub, ctx)
         if not hub.upstreams.initial_done:
             await hub.wait_ready()
         call = SessionCallContext(ctx, params.name, hub)
-        return await hub.call_tool(params.name, params.arguments, call, profile=profile)
+        return await hub.call_tool(params.name, params.arguments, call, profile=caller)
 
     async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(hub, ctx)
         await _startup(hub)
-        return types.ListPromptsResult(prompts=hub.upstreams.list_prompts())
+        return types.ListPromptsResult(prompts=access.prompts(caller, hub.upstreams.list_prompts()))
 
     async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         await _startup(hub)
+        access.check_prompt(caller, params.name)
         call = SessionCallContext(ctx, params.name, hub)
         return await hub.upstreams.get_prompt(params.name, params.arguments, call)
 
@@ -113,18 +119,20 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     ) -> types.ListResourcesResult:
         _track(hub, ctx)
         await _startup(hub)
-        return types.ListResourcesResult(resources=hub.upstreams.list_resources())
+        return types.ListResourcesResult(
+            resources=access.resources(caller, hub.upstreams.list_resources()))
 
     async def list_templates(
         ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         await _startup(hub)
         return types.ListResourceTemplatesResult(
-            resource_templates=hub.upstreams.list_resource_templates()
+            resource_templates=access.templates(caller, hub.upstreams.list_resource_templates())
         )
 
     async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         await _startup(hub)
+        access.check_resource(caller, str(params.uri))
         call = SessionCallContext(ctx, str(params.uri), hub)
         return await hub.upstreams.read_resource(str(params.uri), call)
 
@@ -132,6 +140,8 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         conn = _track(hub, ctx)
         await _startup(hub)
         uri = str(params.uri)
+        access.check_resource(caller, uri)
+        remember_caller(conn, caller)
         subs = hub.resource_subscribers.setdefault(uri, [])
         if conn not in subs:
             subs.append(conn)
@@ -145,6 +155,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         conn = connection_of(ctx)
         uri = str(params.uri)
+        access.check_resource(caller, uri)
         subs = hub.resource_subscribers.get(uri, [])
         if conn in subs:
             subs.remove(conn)
@@ -155,6 +166,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
 
     async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
         await _startup(hub)
+        access.check_completion(caller, params.ref)
         completion = await hub.upstreams.complete(params.ref, params.argument, params.context)
         return types.CompleteResult(completion=completion)
 
@@ -189,7 +201,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
         on_completion=complete,
-        on_subscriptions_listen=ListenHandler(hub.sessions.bus),
+        on_subscriptions_listen=ListenHandler(CallerBus(hub.sessions.bus, access, caller)),
     )
     # The SDK's OpenTelemetry middleware opens a span per message even with no
     # exporter installed; on a proxy's hot path that is a tenth of the CPU. Off.

@@ -417,6 +417,23 @@ class UpstreamManager:
             return candidates[0]
         raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
 
+    def prompt_server(self, name: str) -> str | None:
+        """The server that serves exposed prompt ``name`` (None: no such prompt)."""
+        target = self._get_catalog().prompt_map.get(name)
+        return target[0].name if target is not None else None
+
+    def resource_server(self, uri: str) -> str | None:
+        """The server a ``resources/read`` of ``uri`` would go to (None: none)."""
+        try:
+            return self._resource_owner(uri).name
+        except MCPError:
+            return None
+
+    def template_server(self, uri_template: str) -> str | None:
+        """The server that listed resource template ``uri_template`` (None: none)."""
+        owner = self._get_catalog().template_map.get(uri_template)
+        return owner.name if owner is not None else None
+
     # ── routed requests ───────────────────────────────────────────────────────
 
     async def get_prompt(

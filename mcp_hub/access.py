@@ -1,0 +1,244 @@
+"""What a caller may reach: the one enforcement point for tools, prompts and resources.
+
+Every path that names a tool, prompt or resource asks here first: ``tools/list``
+and ``tools/call`` (the SDK server and the stdio fast path), the bridge tools
+(``tool_search``, ``tool_describe``, ``tool_call``, whose catalog is built per
+caller), ``prompts/list|get``, ``resources/list|read|templates/list``,
+``resources/subscribe``, ``subscriptions/listen``, ``completion/complete`` and
+the resource-update notifications.
+
+A :class:`Caller` describes who asks. Today that is the profile of the endpoint
+(``/p/NAME/mcp``, ``--profile``); the ``identity`` field is where a caller named
+by its credential goes, so access rules per identity plug into the same point.
+An :class:`AccessPolicy` is computed once per (caller, registry generation,
+config) and is cheap to consult.
+
+A hidden name is indistinguishable from one that does not exist: the same
+error text, and "did you mean" suggestions drawn only from what the caller sees.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mcp import types
+from mcp.shared.exceptions import MCPError
+
+from mcp_hub.config import HubConfig
+from mcp_hub.pipeline import unknown_tool
+from mcp_hub.registry import ToolRegistry
+from mcp_hub.toolsets import ALL_ALIASES, reached_toolsets, resolve_profile
+
+__all__ = [
+    "EVERYONE",
+    "AccessControl",
+    "AccessPolicy",
+    "Caller",
+    "Owners",
+    "as_caller",
+    "unknown_prompt",
+    "unknown_resource",
+]
+
+_SERVER_TOOLSET = "mcp-"
+_POLICY_CACHE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking: the endpoint's profile, and (once access rules exist) an identity.
+
+    ``profile`` None means the unrestricted endpoint. Frozen and hashable: it keys
+    the policy and bridge caches.
+    """
+
+    profile: str | None = None
+    identity: str | None = None
+
+    @property
+    def label(self) -> str:
+        """A short name for logs and status (never a credential)."""
+        parts = [f"profile={self.profile}" if self.profile else "default"]
+        if self.identity:
+            parts.append(f"identity={self.identity}")
+        return " ".join(parts)
+
+
+EVERYONE = Caller()
+
+
+def as_caller(who: Caller | str | None) -> Caller:
+    """A :class:`Caller` from a caller, a profile name, or None (everyone)."""
+    if isinstance(who, Caller):
+        return who
+    return Caller(profile=who)
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPolicy:
+    """The names one caller may reach.
+
+    ``tools`` None: every tool. ``servers`` None: every upstream server's prompts
+    and resources, minus ``denied_servers``.
+    """
+
+    tools: frozenset[str] | None = None
+    servers: frozenset[str] | None = None
+    denied_servers: frozenset[str] = frozenset()
+
+    @property
+    def unrestricted(self) -> bool:
+        return self.tools is None and self.servers is None and not self.denied_servers
+
+    def tool(self, name: str) -> bool:
+        return self.tools is None or name in self.tools
+
+    def server(self, server: str | None) -> bool:
+        if server is None:
+            return self.unrestricted
+        if server in self.denied_servers:
+            return False
+        return self.servers is None or server in self.servers
+
+
+UNRESTRICTED = AccessPolicy()
+
+
+class Owners(Protocol):
+    """Which upstream server owns a prompt, resource or template (the upstream manager)."""
+
+    def prompt_server(self, name: str) -> str | None: ...
+    def resource_server(self, uri: str) -> str | None: ...
+    def template_server(self, uri_template: str) -> str | None: ...
+
+
+def unknown_prompt(name: str) -> MCPError:
+    """The error for a prompt the caller cannot see (the same as for no such prompt)."""
+    return MCPError(types.INVALID_PARAMS, f"Unknown prompt: {name}")
+
+
+def unknown_resource(uri: str) -> MCPError:
+    """The error for a resource the caller cannot see (the same as for no such resource)."""
+    return MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+
+
+def _servers_of(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(n[len(_SERVER_TOOLSET):] for n in names if n.startswith(_SERVER_TOOLSET))
+
+
+class AccessControl:
+    """Computes and applies :class:`AccessPolicy` for callers of one hub."""
+
+    def __init__(self, config: Callable[[], HubConfig], registry: ToolRegistry, owners: Owners) -> None:
+        self._config = config
+        self._registry = registry
+        self._owners = owners
+        self._cache: OrderedDict[Caller, tuple[int, HubConfig, AccessPolicy]] = OrderedDict()
+
+    # ------------------------------------------------------------------ policy
+    def policy(self, who: Caller | str | None) -> AccessPolicy:
+        """The policy of ``who``, cached per registry generation and config."""
+        caller = as_caller(who)
+        if caller.profile is None and caller.identity is None:
+            return UNRESTRICTED
+        config = self._config()
+        generation = self._registry.generation
+        hit = self._cache.get(caller)
+        if hit is not None and hit[0] == generation and hit[1] is config:
+            self._cache.move_to_end(caller)
+            return hit[2]
+        policy = self._compute(caller, config)
+        self._cache[caller] = (generation, config, policy)
+        while len(self._cache) > _POLICY_CACHE:
+            self._cache.popitem(last=False)
+        return policy
+
+    def _compute(self, caller: Caller, config: HubConfig) -> AccessPolicy:
+        if caller.profile is None:
+            return UNRESTRICTED
+        prof = config.profiles.get(caller.profile)
+        if prof is None:
+            # An unknown profile (removed by a reload) reaches nothing.
+            return AccessPolicy(tools=frozenset(), servers=frozenset())
+        names = resolve_profile(prof.toolsets, prof.disabled_toolsets, self._registry)
+        tools = None if names is None else frozenset(names)
+        denied = _servers_of(reached_toolsets(prof.disabled_toolsets))
+        reached = reached_toolsets(prof.toolsets)
+        everything = not prof.toolsets or bool(reached & ALL_ALIASES)
+        servers = None if everything else _servers_of(reached)
+        return AccessPolicy(tools=tools, servers=servers, denied_servers=denied)
+
+    # ------------------------------------------------------------------ tools
+    def tool_filter(self, who: Caller | str | None) -> Callable[[str], bool] | None:
+        """A predicate for tool names the caller may call (None: every name)."""
+        policy = self.policy(who)
+        return None if policy.tools is None else policy.tool
+
+    def check_tool(self, who: Caller | str | None, name: str) -> None:
+        """Raise the "Unknown tool" error for a tool the caller cannot reach."""
+        policy = self.policy(who)
+        if not policy.tool(name):
+            raise unknown_tool(name, self._registry, policy.tool)
+
+    # ------------------------------------------------------------------ prompts
+    def prompts(self, who: Caller | str | None, prompts: list[types.Prompt]) -> list[types.Prompt]:
+        policy = self.policy(who)
+        if policy.unrestricted:
+            return prompts
+        return [p for p in prompts if policy.server(self._owners.prompt_server(p.name))]
+
+    def check_prompt(self, who: Caller | str | None, name: str) -> None:
+        policy = self.policy(who)
+        if not policy.unrestricted and not policy.server(self._owners.prompt_server(name)):
+            raise unknown_prompt(name)
+
+    # ------------------------------------------------------------------ resources
+    def resources(self, who: Caller | str | None, resources: list[types.Resource]) -> list[types.Resource]:
+        policy = self.policy(who)
+        if policy.unrestricted:
+            return resources
+        return [r for r in resources if policy.server(self._owners.resource_server(str(r.uri)))]
+
+    def templates(
+        self, who: Caller | str | None, templates: list[types.ResourceTemplate]
+    ) -> list[types.ResourceTemplate]:
+        policy = self.policy(who)
+        if policy.unrestricted:
+            return templates
+        return [t for t in templates if policy.server(self._owners.template_server(t.uri_template))]
+
+    def may_read(self, who: Caller | str | None, uri: str) -> bool:
+        policy = self.policy(who)
+        return policy.unrestricted or policy.server(self._owners.resource_server(uri))
+
+    def check_resource(self, who: Caller | str | None, uri: str) -> None:
+        if not self.may_read(who, uri):
+            raise unknown_resource(uri)
+
+    def check_completion(
+        self, who: Caller | str | None, ref: types.PromptReference | types.ResourceTemplateReference
+    ) -> None:
+        """A completion names a prompt or a resource template: the same rules apply."""
+        policy = self.policy(who)
+        if policy.unrestricted:
+            return
+        if isinstance(ref, types.PromptReference):
+            self.check_prompt(who, ref.name)
+            return
+        server = self._owners.template_server(ref.uri)
+        if server is None:
+            server = self._owners.resource_server(ref.uri)
+        if not policy.server(server):
+            raise unknown_resource(ref.uri)
+
+
+def caller_of_state(state: Any) -> Caller:
+    """The caller stored on a connection's state (the unrestricted caller if none)."""
+    if isinstance(state, dict):
+        found = state.get("mcp_hub.caller")
+        if isinstance(found, Caller):
+            return found
+    return EVERYONE

@@ -1,0 +1,33 @@
+"""Legacy SSE endpoints for one server: ``PREFIX/sse`` (the stream) and ``PREFIX/messages/``.
+
+The default server is served at ``/sse``; each profile at ``/p/NAME/sse``, so a
+profile restricts SSE clients exactly as it restricts ``/p/NAME/mcp``.
+"""
+
+from __future__ import annotations
+
+from mcp.server.sse import SseServerTransport
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+
+from mcp_hub.downstream.server import HubServer
+
+__all__ = ["sse_endpoints"]
+
+
+def sse_endpoints(server: HubServer, prefix: str,
+                  security: TransportSecuritySettings) -> list[Route | Mount]:
+    """The two routes of one SSE endpoint under ``prefix`` ("" or "/p/NAME")."""
+    sse = SseServerTransport(f"{prefix}/messages/", security_settings=security)
+
+    async def handle_sse(request: Request) -> Response:
+        async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
+            await server.run(streams[0], streams[1], server.create_initialization_options())
+        return Response()
+
+    return [
+        Route(f"{prefix}/sse", endpoint=handle_sse, methods=["GET"]),
+        Mount(f"{prefix}/messages/", app=sse.handle_post_message),
+    ]
