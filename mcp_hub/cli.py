@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -182,6 +181,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                   f"{st.resources:>9} {connect:>9}  {err}")
         print(f"\nconfig: {config.source or '(none found: empty config)'}; "
               f"{len(statuses)} servers, {failed} not ready")
+        from mcp_hub.launch import child_path_lines
+
+        for line in child_path_lines(config):
+            print(line)
         return 1 if failed else 0
 
     return int(run_async(lambda: _with_hub(config, run)))
@@ -241,33 +244,21 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def snippet(client: str, *, config_path: str | None, url: str | None, name: str) -> dict[str, Any]:
     """The JSON that registers this hub in ``client``'s MCP configuration."""
-    if url:
-        entry: dict[str, Any] = {"url": url}
-        if client == "vscode":
-            entry = {"type": "http", "url": url}
-    else:
-        exe = shutil.which("mcp-hub") or str(Path(sys.argv[0]).resolve())
-        args = ["serve"]
-        if config_path:
-            args += ["--config", str(Path(config_path).resolve())]
-        entry = {"command": exe, "args": args}
-        if client == "vscode":
-            entry = {"type": "stdio", **entry}
-    if client == "vscode":
-        return {"servers": {name: entry}}
-    return {"mcpServers": {name: entry}}
+    from mcp_hub.client_commands import snippet as build
+
+    return build(client, config_path=config_path, url=url, name=name)
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    config_path = args.config
-    if config_path is None:
-        from mcp_hub.config import find_config
+    from mcp_hub.client_commands import run_snippet
 
-        found = find_config(None)
-        config_path = str(found) if found else None
-    print(json.dumps(snippet(args.client, config_path=config_path, url=args.url,
-                             name=args.name), indent=2))
-    return 0
+    return run_snippet(args)
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from mcp_hub.client_commands import run_install, run_uninstall
+
+    return run_install(args) if args.command == "install" else run_uninstall(args)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -361,10 +352,21 @@ def build_parser() -> argparse.ArgumentParser:
     csub = p.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     s = csub.add_parser("snippet", parents=[common],
                         help="print the JSON that registers this hub in a client")
-    s.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])
+    s.add_argument("client", choices=_CLIENTS)
     s.add_argument("--url", help="point the client at a running HTTP hub instead of stdio")
     s.add_argument("--name", default="mcp-hub", help="the server name in the client's config")
     s.set_defaults(func=cmd_config)
+    for verb, text in (("install", "write the hub into a client's MCP config (backed up first)"),
+                       ("uninstall", "remove the hub's entry from a client's MCP config")):
+        p = sub.add_parser(verb, parents=[common], help=text)
+        p.add_argument("client", choices=_CLIENTS)
+        p.add_argument("--name", default="mcp-hub", help="the server name in the client's config")
+        p.add_argument("--file", help="the client's config file (default: its usual location)")
+        if verb == "install":
+            p.add_argument("--url", help="register a running HTTP hub instead of stdio")
+            p.add_argument("--force", action="store_true",
+                           help="replace a different entry of the same name")
+        p.set_defaults(func=cmd_install)
     p = sub.add_parser("pins", parents=[common],
                        help="tool pinning: show tools changed since first seen, accept changes")
     psub = p.add_subparsers(dest="pins_command", required=True, metavar="ACTION")
@@ -383,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_CLIENTS = ["claude-desktop", "claude-code", "cursor", "vscode"]
 _PRESPAWN_COMMANDS = frozenset({"serve", "tools", "check", "call"})
 
 

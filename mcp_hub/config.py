@@ -20,8 +20,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from mcp_hub import commands
 from mcp_hub.errors import ConfigError
 from mcp_hub.prespawn import find_config_path
 
@@ -101,7 +110,21 @@ class HubSettings(_Model):
     log_format: Literal["text", "json"] = "text"
     max_result_size_chars: int = Field(default=100_000, ge=1000)
     watch_config: bool = True
+    #: Folders put before a stdio child's PATH (``./x`` is relative to this file).
+    path: list[str] = Field(default_factory=list)
+    #: Whether the hub's own ``bin`` folder is appended to a stdio child's PATH.
+    hub_bin_on_path: bool = True
     http: HttpConfig = Field(default_factory=HttpConfig)
+
+    @field_validator("path")
+    @classmethod
+    def _usable_path(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if not (entry.startswith((*commands.RELATIVE_PREFIXES, "~"))
+                    or os.path.isabs(entry)):
+                raise ValueError(f"{entry!r}: write ./{entry} for a folder relative to the "
+                                 "config file, or an absolute path")
+        return value
 
 
 class ServerConfig(_Model):
@@ -125,6 +148,14 @@ class ServerConfig(_Model):
     #: Largest single message accepted from a stdio server; a bigger answer fails its request.
     max_message_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     pin_policy: Literal["warn", "block", "off"] | None = None
+    # Set by the loader from [hub] path / hub_bin_on_path (see mcp_hub.commands).
+    _search_path: commands.SearchPath = PrivateAttr(
+        default_factory=lambda: commands.search_path([], True, os.getcwd()))
+
+    @property
+    def search_path(self) -> commands.SearchPath:
+        """The folders the hub puts around this server's PATH."""
+        return self._search_path
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerConfig:
@@ -336,7 +367,18 @@ def parse_config(
         raise ConfigError(_format_validation_error(exc, label)) from None
     config.source = source
     config.secret_values = frozenset(s for s in secrets if len(s) >= 4)
+    _resolve_paths(config)
     return config
+
+
+def _resolve_paths(config: HubConfig) -> None:
+    """Make ``./`` paths absolute against the config file's folder; set each server's PATH."""
+    base = str(config.source.resolve().parent) if config.source else os.getcwd()
+    search = commands.search_path(config.hub.path, config.hub.hub_bin_on_path, base)
+    for server in config.servers.values():
+        server.command, server.args, server.cwd = commands.resolve_server_paths(
+            server.command, server.args, server.cwd, base)
+        server._search_path = search
 
 
 def _interpolate(
@@ -406,7 +448,7 @@ def _format_validation_error(exc: ValidationError, label: str) -> str:
 def _expects_str_list(loc: list[str]) -> bool:
     return bool(loc) and loc[-1] in {"args", "include", "exclude", "auth_tokens", "roots",
                                      "always_visible", "toolsets", "disabled_toolsets", "tools",
-                                     "includes", "dirs", "blocklist"}
+                                     "includes", "dirs", "blocklist", "path"}
 
 
 def _close_key(loc: list[str]) -> str | None:

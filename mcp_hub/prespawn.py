@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mcp_hub import commands
 
 __all__ = [
     "INHERITED_ENV_VARS",
@@ -61,10 +62,8 @@ def filtered_environment(extra: Mapping[str, str], base: Mapping[str, str] | Non
 
 
 def resolve_command(command: str, env: Mapping[str, str]) -> str | None:
-    """The executable a stdio child runs: a path as given, else looked up on the child's PATH."""
-    if os.sep in command or (os.altsep and os.altsep in command):
-        return command if os.path.exists(command) else None
-    return shutil.which(command, path=env.get("PATH"))
+    """The executable a stdio child runs (see :func:`mcp_hub.commands.find_command`)."""
+    return commands.find_command(command, env.get("PATH"))
 
 
 def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
@@ -78,6 +77,17 @@ def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | N
         if candidate.is_file():
             return candidate
     return None
+
+
+def _search_path(hub: Any, config_path: Path) -> commands.SearchPath | None:
+    """``[hub] path`` / ``hub_bin_on_path`` as the validated config will read them (None: unusual)."""
+    hub = {} if hub is None else hub
+    if not isinstance(hub, dict):
+        return None
+    entries, hub_bin = hub.get("path", []), hub.get("hub_bin_on_path", True)
+    if not (isinstance(entries, list) and _plain(entries) and isinstance(hub_bin, bool)):
+        return None
+    return commands.search_path(entries, hub_bin, str(config_path.resolve().parent))
 
 
 @dataclass
@@ -112,7 +122,8 @@ def start(config_path: Path | None) -> int:
     except (OSError, ValueError):
         return 0
     servers = data.get("servers")
-    if not isinstance(servers, dict):
+    search = _search_path(data.get("hub"), config_path)
+    if not isinstance(servers, dict) or search is None:
         return 0
     count = 0
     for name, spec in servers.items():
@@ -124,10 +135,14 @@ def start(config_path: Path | None) -> int:
         env_extra, cwd = spec.get("env", {}), spec.get("cwd")
         if not (isinstance(command, str) and _plain(command) and _plain(args) and _plain(env_extra)):
             continue
-        if cwd is not None and (not _plain(cwd) or not os.path.isdir(cwd)):
+        if cwd is not None and not _plain(cwd):
             continue
-        env = filtered_environment(env_extra)
-        executable = resolve_command(command, env)
+        command, args, cwd = commands.resolve_server_paths(
+            command, args, cwd, str(config_path.resolve().parent))
+        if command is None or (cwd is not None and not os.path.isdir(cwd)):
+            continue
+        env = search.apply(filtered_environment(env_extra))
+        executable = commands.find_command(command, env.get("PATH"), cwd)
         if executable is None:
             continue
         argv = [executable, *args]

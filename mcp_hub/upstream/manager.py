@@ -538,5 +538,6 @@ def _remember_secrets(config: HubConfig) -> None:
 
 def _differs(a: ServerConfig, b: ServerConfig) -> bool:
     """Whether the connection must restart (a new pin policy only needs a new listing)."""
-    return a.model_dump(exclude={"pin_policy"}) != b.model_dump(exclude={"pin_policy"})
+    return (a.model_dump(exclude={"pin_policy"}) != b.model_dump(exclude={"pin_policy"})
+            or a.search_path != b.search_path)
 

@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import signal
 import sys
 from collections import deque
@@ -42,7 +41,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from mcp_hub import prespawn
+from mcp_hub import commands, prespawn
 from mcp_hub.config import ServerConfig
 from mcp_hub.prespawn import INHERITED_ENV_VARS
 from mcp_hub.redact import redact
@@ -97,8 +96,9 @@ class TransportProbe:
 
 
 def child_environment(config: ServerConfig, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a stdio child: the inherited allow-list plus the configured ``env``."""
-    return prespawn.filtered_environment(config.env, base)
+    """The environment of a stdio child: the inherited allow-list plus the configured ``env``,
+    with the PATH of :mod:`mcp_hub.commands`."""
+    return config.search_path.apply(prespawn.filtered_environment(config.env, base))
 
 
 @asynccontextmanager
@@ -173,17 +173,10 @@ def _resolve_command(config: ServerConfig) -> str:
     assert config.command is not None
     if config.cwd is not None and not os.path.isdir(config.cwd):
         raise ConnectFailure(f"cwd does not exist: {config.cwd}", permanent=True)
-    command = config.command
-    if os.sep in command or (os.altsep and os.altsep in command):
-        if not os.path.exists(command):
-            raise ConnectFailure(f"command not found: {command}", permanent=True)
-        return command
-    path = child_environment(config).get("PATH")
-    found = shutil.which(command, path=path)
+    found = commands.find_command(config.command, child_environment(config).get("PATH"),
+                                  config.cwd)
     if found is None:
-        raise ConnectFailure(
-            f"command not found: {command} (not on PATH of the child)", permanent=True
-        )
+        raise ConnectFailure(commands.not_found_message(config.command), permanent=True)
     return found
 
 

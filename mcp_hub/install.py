@@ -1,0 +1,264 @@
+"""``mcp-hub install|uninstall CLIENT``: write the hub into a client's own MCP config.
+
+Where each client keeps its user-level MCP servers (from the clients' docs):
+
+* Claude Desktop — ``claude_desktop_config.json``, key ``mcpServers``: macOS
+  ``~/Library/Application Support/Claude/``, Windows ``%APPDATA%\\Claude\\``,
+  Linux ``~/.config/Claude/``.
+* Claude Code — its own CLI when ``claude`` is on PATH (``claude mcp add-json
+  --scope user``, ``claude mcp remove --scope user``); otherwise the top-level
+  ``mcpServers`` of ``~/.claude.json`` (the user scope), written directly.
+* Cursor — ``~/.cursor/mcp.json``, key ``mcpServers`` (all systems).
+* VS Code — the user ``mcp.json``, key ``servers`` (JSON with comments): macOS
+  ``~/Library/Application Support/Code/User/``, Windows ``%APPDATA%\\Code\\User\\``,
+  Linux ``~/.config/Code/User/``.
+
+Writing a file: it is read and parsed first — a malformed file is an error and
+is not touched. The hub's entry is added or replaced by :mod:`mcp_hub.jsonedit`,
+so every other byte stays as it was. An entry already equal to the new one is
+left alone (installing twice changes nothing); a different entry of the same
+name is replaced only with ``--force``. Before any change the old file is copied
+to ``NAME.mcp-hub-YYYYmmddTHHMMSS.bak`` beside it, and the new text is written to
+a temporary file that then replaces the old one, so the file is never half written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_hub import jsonedit
+from mcp_hub.errors import HubError
+from mcp_hub.importer import default_config_paths
+
+__all__ = ["Outcome", "Target", "install", "target", "uninstall"]
+
+_TITLES = {"claude-desktop": "Claude Desktop", "claude-code": "Claude Code",
+           "cursor": "Cursor", "vscode": "VS Code"}
+
+Runner = Callable[[list[str]], subprocess.CompletedProcess[str]]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One client's config file: where, under which key, and whether comments are allowed."""
+
+    client: str
+    path: Path
+    container: str
+    comments: bool
+
+
+@dataclass
+class Outcome:
+    """What install/uninstall did, for the user."""
+
+    message: str
+    changed: bool
+    backup: Path | None = None
+
+
+def target(client: str, *, file: Path | None = None, home: Path | None = None,
+           platform: str | None = None, environ: Mapping[str, str] | None = None) -> Target:
+    """The config file of ``client`` (``file`` overrides the usual location)."""
+    home = Path.home() if home is None else home
+    if client == "claude-desktop":
+        path = default_config_paths("claude-desktop", platform=platform, home=home,
+                                    environ=environ)[0]
+    elif client == "vscode":
+        path = default_config_paths("vscode", platform=platform, home=home, environ=environ)[-1]
+    elif client == "cursor":
+        path = home / ".cursor" / "mcp.json"
+    elif client == "claude-code":
+        path = home / ".claude.json"
+    else:
+        raise HubError(f"unknown client {client!r}; choose one of {', '.join(_TITLES)}")
+    return Target(client, file if file is not None else path,
+                  "servers" if client == "vscode" else "mcpServers", client == "vscode")
+
+
+# ── reading and writing one file ──────────────────────────────────────────────
+
+
+def _read(path: Path) -> tuple[str | None, str]:
+    """The file's text without a byte-order mark (None: no file), and the mark."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, ""
+    except OSError as exc:
+        raise HubError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HubError(f"{path}: not UTF-8 text (byte {exc.start}); the file was not "
+                       "changed") from None
+    if text.startswith("\ufeff"):
+        return text[1:], "\ufeff"
+    return text, ""
+
+
+def _backup(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    backup = path.with_name(f"{path.name}.mcp-hub-{stamp}.bak")
+    n = 1
+    while backup.exists():
+        n += 1
+        backup = path.with_name(f"{path.name}.mcp-hub-{stamp}-{n}.bak")
+    shutil.copy2(path, backup)
+    return backup
+
+
+def _write(path: Path, text: str, existed: bool) -> Path | None:
+    """Replace ``path`` with ``text`` atomically, after backing up the old file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup = _backup(path) if existed else None
+    tmp = path.with_name(f".{path.name}.mcp-hub-{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if existed:
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def _check(before: Any, after_text: str, t: Target, name: str, entry: Any) -> None:
+    """The edited text parses, holds ``entry`` under ``name``, and nothing else changed."""
+    after, _ = jsonedit.parse(after_text, comments=t.comments)
+    expected = dict(before) if isinstance(before, dict) else {}
+    servers = dict(expected.get(t.container) or {})
+    if entry is None:
+        servers.pop(name, None)
+    else:
+        servers[name] = entry
+    if servers or entry is not None:
+        expected[t.container] = servers
+    else:
+        expected.pop(t.container, None)
+    if after != expected:  # pragma: no cover - a bug in jsonedit, never the user's file
+        raise HubError(f"{t.path}: editing the file went wrong; it was not changed")
+
+
+def _install_file(t: Target, name: str, entry: dict[str, Any], force: bool) -> Outcome:
+    path = Path(os.path.realpath(t.path))
+    text, bom = _read(path)
+    blank = text is None or not text.strip()
+    try:
+        before, _ = ({}, None) if blank else jsonedit.parse(text or "", comments=t.comments)
+        current = None if blank else jsonedit.get_member(text or "", t.container, name,
+                                                         comments=t.comments)
+    except jsonedit.JsonEditError as exc:
+        raise HubError(f"{path}: {exc}; the file was not changed") from None
+    if current == entry:
+        return Outcome(f"{path} already has this entry {name!r}; nothing to do", False)
+    if current is not None and not force:
+        raise HubError(f"{path} already has a different server named {name!r}; pass --force "
+                       "to replace it, or --name to add the hub under another name")
+    if blank:
+        new = json.dumps({t.container: {name: entry}}, indent=2, ensure_ascii=False) + "\n"
+    else:
+        new = jsonedit.set_member(text or "", t.container, name, entry, comments=t.comments)
+    _check(before, new, t, name, entry)
+    backup = _write(path, bom + new, text is not None)
+    verb = "replaced" if current is not None else "added"
+    return Outcome(f"{verb} {name!r} {'in' if current is not None else 'to'} {path}", True, backup)
+
+
+def _uninstall_file(t: Target, name: str) -> Outcome:
+    path = Path(os.path.realpath(t.path))
+    text, bom = _read(path)
+    if text is None or not text.strip():
+        return Outcome(f"{path} has no server named {name!r}; nothing to do", False)
+    try:
+        before, _ = jsonedit.parse(text, comments=t.comments)
+        new = jsonedit.remove_member(text, t.container, name, comments=t.comments)
+    except jsonedit.JsonEditError as exc:
+        raise HubError(f"{path}: {exc}; the file was not changed") from None
+    if new is None:
+        return Outcome(f"{path} has no server named {name!r}; nothing to do", False)
+    _check(before, new, t, name, None)
+    backup = _write(path, bom + new, True)
+    return Outcome(f"removed {name!r} from {path}", True, backup)
+
+
+# ── Claude Code's own CLI ─────────────────────────────────────────────────────
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def _claude(argv: list[str], run: Runner) -> None:
+    done = run(argv)
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        raise HubError(f"`{' '.join(argv[:4])} …` failed (exit {done.returncode})"
+                       + (f": {why[-1]}" if why else ""))
+
+
+def _current(t: Target, name: str) -> Any:
+    """The entry ``name`` in Claude Code's file as it is now (None: none, or unreadable)."""
+    text, _ = _read(t.path)
+    try:
+        return jsonedit.get_member(text, t.container, name) if text and text.strip() else None
+    except jsonedit.JsonEditError:
+        return None  # Claude Code's CLI owns the file; let it judge it
+
+
+def _claude_cli(environ: Mapping[str, str] | None) -> str | None:
+    path = (os.environ if environ is None else environ).get("PATH")
+    return shutil.which("claude", path=path)
+
+
+# ── the commands ──────────────────────────────────────────────────────────────
+
+
+def install(t: Target, name: str, entry: dict[str, Any], *, force: bool = False,
+            use_cli: bool = True, environ: Mapping[str, str] | None = None,
+            run: Runner = _run) -> Outcome:
+    """Add the hub's ``entry`` as ``name`` to the client of ``t``."""
+    claude = _claude_cli(environ) if t.client == "claude-code" and use_cli else None
+    if claude is None:
+        return _install_file(t, name, entry, force)
+    current = _current(t, name)
+    if current == entry:
+        return Outcome(f"Claude Code already has this entry {name!r}; nothing to do", False)
+    if current is not None and not force:
+        raise HubError(f"Claude Code already has a different server named {name!r}; pass "
+                       "--force to replace it, or --name to add the hub under another name")
+    if current is not None:
+        _claude([claude, "mcp", "remove", "--scope", "user", name], run)
+    _claude([claude, "mcp", "add-json", "--scope", "user", name,
+             json.dumps(entry, ensure_ascii=False)], run)
+    return Outcome(f"added {name!r} with `claude mcp add-json --scope user`", True)
+
+
+def uninstall(t: Target, name: str, *, use_cli: bool = True,
+              environ: Mapping[str, str] | None = None, run: Runner = _run) -> Outcome:
+    """Remove the entry ``name`` from the client of ``t``."""
+    claude = _claude_cli(environ) if t.client == "claude-code" and use_cli else None
+    if claude is None:
+        return _uninstall_file(t, name)
+    if _current(t, name) is None:
+        return Outcome(f"Claude Code has no user server named {name!r}; nothing to do", False)
+    _claude([claude, "mcp", "remove", "--scope", "user", name], run)
+    return Outcome(f"removed {name!r} with `claude mcp remove --scope user`", True)
+
+
+def title(client: str) -> str:
+    """The client's product name."""
+    return _TITLES.get(client, client)
