@@ -36,6 +36,7 @@ from mcp_hub.plugins import HookManager, PluginContext, load_plugins
 from mcp_hub.redact import add_secrets, redact
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as global_registry
+from mcp_hub.startup import StartupGate
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
 from mcp_hub.toolsets import register_composite, unregister_composite
 from mcp_hub.upstream import UpstreamManager
@@ -83,6 +84,9 @@ class Hub:
         #: The one enforcement point for what each caller may reach.
         self.access = AccessControl(lambda: self.config, self.registry, self.upstreams)
         self.bridge = self.bridge_for(EVERYONE)
+        #: The one start-up deadline every request's wait is bounded by.
+        self.startup = StartupGate(self.upstreams, self.registry, config.hub.startup_timeout,
+                                   config.hub.tool_name_separator)
         self._load_builtins = load_builtins
         self._builtins_dir = builtins_dir
         self._load_plugins = load_plugin_modules
@@ -105,6 +109,7 @@ class Hub:
         if self._load_plugins:
             self._install_plugins()
         self.registry.add_listener(self._on_registry_change)
+        self.startup.restart(self.config.hub.startup_timeout)
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
@@ -149,9 +154,12 @@ class Hub:
         self.plugins = load_plugins(factory, dirs, entry_point_group=group)
 
     async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
-        """Wait until every upstream finished its first connect (or the startup timeout)."""
-        limit = self.config.hub.startup_timeout if timeout is None else timeout
-        await self.upstreams.wait_ready(limit)
+        """Wait until every upstream finished its first connect, or the start-up deadline
+        (``startup_timeout`` after the hub started) passed; ``timeout`` overrides."""
+        if timeout is None:
+            await self.startup.wait_lists()
+        else:
+            await self.upstreams.wait_ready(timeout)
 
     # ------------------------------------------------------------------ reload
     async def reload(self, new: HubConfig | None = None) -> bool:
@@ -347,9 +355,9 @@ class Hub:
         directly and through the bridge's ``tool_call``.
         """
         caller = as_caller(profile)
-        if not self.upstreams.initial_done:
-            # A call right after start waits for the initial connects (bounded).
-            await self.wait_ready()
+        # Right after start, a call waits only for the servers that could provide the
+        # name, and never past the start-up deadline (mcp_hub.startup).
+        await self.startup.before_call(name, arguments, self.bridge.handles(name))
         call = call if call is not None else CallContext(tool_name=name, hub=self)
         if call.hub is None:
             call.hub = self

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_hub import commands
+from mcp_hub import commands, pdeathsig
 
 __all__ = [
     "INHERITED_ENV_VARS",
@@ -39,6 +39,7 @@ __all__ = [
     "filtered_environment",
     "find_config_path",
     "resolve_command",
+    "spawn",
     "start",
 ]
 
@@ -147,16 +148,45 @@ def start(config_path: Path | None) -> int:
             continue
         argv = [executable, *args]
         try:
-            popen = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=cwd, env=env, start_new_session=True, bufsize=0,
-            )
+            popen = _popen(argv, env, cwd)
         except OSError:
             continue
         with _lock:
             _started[name] = _Started(argv, env, cwd, popen)
         count += 1
     return count
+
+
+def _popen(argv: list[str], env: Mapping[str, str], cwd: str | None) -> subprocess.Popen[bytes]:
+    """Start one stdio child: its own process group, tied to the hub's life where the
+    platform allows it (:mod:`mcp_hub.pdeathsig`)."""
+    return subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd, env=dict(env), start_new_session=True, bufsize=0,
+        preexec_fn=pdeathsig.child_setup(),  # runs only prctl and getppid
+    )
+
+
+async def spawn(argv: list[str], env: Mapping[str, str], cwd: str | None) -> AdoptedProcess:
+    """Start a stdio child now (from the event loop's thread), as :func:`start` does.
+
+    A failure or cancellation after the fork kills the child's group at once.
+    """
+    popen = _popen(argv, env, cwd)
+    try:
+        return await AdoptedProcess.wrap(popen)
+    except BaseException:
+        _kill_now(popen)
+        raise
+
+
+def _kill_now(popen: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(popen.pid, signal.SIGKILL)
+    for stream in (popen.stdin, popen.stdout, popen.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 def _stop(popen: subprocess.Popen[bytes]) -> None:

@@ -58,9 +58,8 @@ class HubServer(Server[Any]):
 
 
 async def _startup(hub: Hub) -> None:
-    """The first lists wait for the initial upstream connects (bounded by startup_timeout)."""
-    if not hub.upstreams.initial_done:
-        await hub.wait_ready()
+    """Lists wait for the initial upstream connects, never past the start-up deadline."""
+    await hub.startup.wait_lists()
 
 
 def _track(hub: Hub, ctx: Ctx) -> Any:
@@ -98,8 +97,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         _track(hub, ctx)
-        if not hub.upstreams.initial_done:
-            await hub.wait_ready()
+        # Hub.call_tool applies the start-up rules (no wait for a registered tool).
         call = SessionCallContext(ctx, params.name, hub)
         return await hub.call_tool(params.name, params.arguments, call, profile=caller)
 

@@ -289,6 +289,10 @@ class UpstreamManager:
 
     # ── status ────────────────────────────────────────────────────────────────
 
+    def connections(self) -> list[ServerConnection]:
+        """Every configured server's connection, in file order."""
+        return list(self._connections.values())
+
     def connection(self, name: str) -> ServerConnection | None:
         """The connection object of server ``name`` (for tests and diagnostics)."""
         return self._connections.get(name)

@@ -41,7 +41,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from mcp_hub import commands, prespawn
+from mcp_hub import commands, pdeathsig, prespawn
 from mcp_hub.config import ServerConfig
 from mcp_hub.prespawn import INHERITED_ENV_VARS
 from mcp_hub.redact import redact
@@ -191,7 +191,10 @@ async def _stdio(
         logger.debug("[%s] using the process started early (pid %d)", name, process.pid,
                      extra={"server": name})
     try:
-        if process is None:
+        if process is None and pdeathsig.available():
+            # Started with a parent-death signal: the child dies even with a kill -9'd hub.
+            process = await prespawn.spawn(argv, env, config.cwd)
+        elif process is None:
             process = await anyio.open_process(
                 argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=config.cwd, env=env,
                 start_new_session=True,

@@ -1,0 +1,93 @@
+"""A stdio MCP server in plain Python (no SDK import: it starts in tens of milliseconds).
+
+Tools:
+
+- ``echo`` answers with its ``text`` argument;
+- ``hang`` never answers; when the client sends ``notifications/cancelled`` for it,
+  the line ``cancelled <id>`` is appended to the file named by ``PLAIN_MARKER``;
+- ``crash`` makes the process exit at once (code 3) without answering.
+
+It also records, in the same file: ``roots <json>`` with the answer (or error) to
+a ``roots/list`` request it sends the client after ``notifications/initialized``
+when ``PLAIN_ASK_ROOTS`` is set, and ``roots_changed`` for every
+``notifications/roots/list_changed``. It writes its pid to ``PLAIN_PID_FILE``
+(one line per process) when set, so a test can check it is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+MARKER = Path(os.environ.get("PLAIN_MARKER", os.devnull))
+TOOLS = [
+    {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+    {"name": "hang", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "crash", "inputSchema": {"type": "object", "properties": {}}},
+]
+
+
+def record(line: str) -> None:
+    with MARKER.open("a") as f:
+        f.write(line + "\n")
+
+
+def send(message: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def handle(message: dict[str, object]) -> None:
+    method = message.get("method")
+    params = message.get("params") or {}
+    assert isinstance(params, dict)
+    if method is None:
+        if message.get("id") == "roots-1":
+            record("roots " + json.dumps(message.get("result", message.get("error"))))
+        return
+    if "id" not in message:
+        if method == "notifications/cancelled":
+            record(f"cancelled {params.get('requestId')}")
+        elif method == "notifications/roots/list_changed":
+            record("roots_changed")
+        elif method == "notifications/initialized" and os.environ.get("PLAIN_ASK_ROOTS"):
+            send({"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"})
+        return
+    result: dict[str, object]
+    if method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "plain", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call":
+        name = params.get("name")
+        if name == "hang":
+            return
+        if name == "crash":
+            os._exit(3)
+        args = params.get("arguments") or {}
+        assert isinstance(args, dict)
+        result = {"content": [{"type": "text", "text": str(args.get("text", ""))}]}
+    elif method == "ping":
+        result = {}
+    else:
+        send({"jsonrpc": "2.0", "id": message["id"],
+              "error": {"code": -32601, "message": f"Method not found: {method}"}})
+        return
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+def main() -> None:
+    pid_file = os.environ.get("PLAIN_PID_FILE")
+    if pid_file:
+        with open(pid_file, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    for line in sys.stdin:
+        if line.strip():
+            handle(json.loads(line))
+
+
+if __name__ == "__main__":
+    main()
