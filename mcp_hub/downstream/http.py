@@ -36,6 +36,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.config import HttpConfig
+from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.jsonrpc import request_id_of
 from mcp_hub.downstream.server import HubServer, build_server
 from mcp_hub.downstream.sse_routes import sse_endpoints
@@ -139,6 +140,7 @@ class GuardMiddleware:
                     status_code=429, headers={"Retry-After": "60"},
                 )(scope, receive, send)
                 return
+        admit_connection(scope)
         await self.app(scope, receive, send)
 
     def _origin_allowed(self, origin: str, host: str) -> bool:
