@@ -29,7 +29,7 @@ def _rss_kb(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} for {pid}")
 
 
-async def _read_all(stream: anyio.abc.ByteStream, limit: float = 10) -> bytes:  # noqa: ASYNC109
+async def _read_all(stream: anyio.abc.ByteStream, limit: float = 10) -> bytes:
     data = b""
     with anyio.move_on_after(limit):
         while True:
