@@ -39,6 +39,7 @@ from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.jsonrpc import request_id_of
 from mcp_hub.downstream.server import HubServer, build_server
+from mcp_hub.downstream.session_pool import PooledSessionManager, SessionPool
 from mcp_hub.downstream.sse_routes import sse_endpoints
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
 from mcp_hub.hub import Hub
@@ -258,21 +259,24 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     servers: dict[str | None, HubServer] = {None: build_server(hub)}
     for name in hub.config.profiles:
         servers[name] = build_server(hub, name)
+    # One session cap for every endpoint; at the cap the LRU idle session is evicted.
+    pool = SessionPool(http.max_sessions, http.session_init_timeout)
     managers: dict[str | None, StreamableHTTPSessionManager] = {
-        name: StreamableHTTPSessionManager(
-            app=server,
+        name: PooledSessionManager(
+            server,
+            pool=pool,
+            endpoint="/mcp" if name is None else f"/p/{name}/mcp",
             stateless=stateless,
             security_settings=security,
             max_request_body_size=http.max_body_bytes,
             session_idle_timeout=http.session_idle_timeout,
-            max_sessions=http.max_sessions,
         )
         for name, server in servers.items()
     }
     sse_routes: list[Route | Mount] = []
     for profile, server in servers.items():
         prefix = "" if profile is None else f"/p/{profile}"
-        sse_routes += sse_endpoints(server, prefix, security)
+        sse_routes += sse_endpoints(server, prefix, security, pool)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -289,7 +293,9 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         return PlainTextResponse(body, media_type="text/plain; version=0.0.4")
 
     async def status_json(request: Request) -> Response:
-        return Response(json.dumps(hub.status(), default=str), media_type="application/json")
+        body = hub.status()
+        body["http_sessions"] = pool.describe()
+        return Response(json.dumps(body, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
         return HTMLResponse(STATUS_PAGE_HTML)
