@@ -29,15 +29,20 @@ def _rss_kb(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} for {pid}")
 
 
-async def _read_all(stream: anyio.abc.ByteStream, limit: float = 10) -> bytes:
+async def _read_until_closed(stream: anyio.abc.ByteStream, limit: float = 10) -> tuple[bytes, bool]:
+    """What the hub sends, and whether it closed the connection within ``limit`` seconds."""
     data = b""
     with anyio.move_on_after(limit):
         while True:
             try:
                 data += await stream.receive()
             except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                break
-    return data
+                return data, True
+    return data, False
+
+
+async def _read_all(stream: anyio.abc.ByteStream, limit: float = 10) -> bytes:
+    return (await _read_until_closed(stream, limit))[0]
 
 
 async def _send_headers_then_read(hub: HttpHub, lines: list[bytes] | None, *, line: bytes = b"",
@@ -142,3 +147,21 @@ async def test_per_address_cap_on_connections_before_authentication(tmp_path: Pa
             assert (await another.receive()).startswith(b"HTTP/1.1 200")
             for stream in (*idle, admitted, another):
                 await stream.aclose()
+
+
+async def test_a_stalled_body_and_an_idle_keep_alive_connection_are_closed(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "", hub="\n[hub.http]\nbody_timeout = 1\nkeep_alive_timeout = 1\n")
+    with anyio.fail_after(60):
+        async with http_hub(config, tmp_path) as hub:
+            stalled = await anyio.connect_tcp("127.0.0.1", hub.port)
+            async with stalled:
+                await stalled.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                   b"Content-Length: 1000\r\n\r\n{\"jsonrpc\"")
+                # The body never completes: the connection ends (the app sees a disconnect).
+                _, closed = await _read_until_closed(stalled, 30)
+                assert closed
+            idle = await anyio.connect_tcp("127.0.0.1", hub.port)
+            async with idle:
+                await idle.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                answer, closed = await _read_until_closed(idle, 30)  # the answer, then the close
+                assert answer.startswith(b"HTTP/1.1 200") and closed
