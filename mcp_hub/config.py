@@ -79,6 +79,18 @@ class HttpConfig(_Model):
     max_sessions: int = Field(default=1000, ge=1)
     session_idle_timeout: float = Field(default=3600.0, gt=0)
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
+    #: Sessions that only sent ``initialize`` are closed after this many seconds.
+    session_init_timeout: float = Field(default=30.0, gt=0)
+    #: Request line + headers, in bytes (431 beyond); and the number of header lines.
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    max_headers: int = Field(default=100, ge=8)
+    #: Seconds a connection has to deliver complete request headers (408 beyond).
+    header_timeout: float = Field(default=10.0, gt=0)
+    #: Longest silence while a request body arrives; idle time between keep-alive requests.
+    body_timeout: float = Field(default=30.0, gt=0)
+    keep_alive_timeout: float = Field(default=5.0, gt=0)
+    #: Open connections per client address that have not yet passed the guards (503 beyond).
+    max_connections_per_ip: int = Field(default=64, ge=1)
 
     @field_validator("auth_tokens")
     @classmethod

@@ -47,7 +47,7 @@ async def test_a_body_over_the_limit_is_refused_with_413(tmp_path: Path) -> None
             assert hub.proc.poll() is None
 
 
-async def test_sessions_beyond_the_cap_are_refused_and_a_closed_one_frees_its_place(
+async def test_at_the_cap_the_least_recently_used_idle_session_makes_room(
         tmp_path: Path) -> None:
     config = write_config(tmp_path, echo_server_toml(), hub="[hub.http]\nmax_sessions = 2\n")
     with anyio.fail_after(60):
@@ -56,10 +56,13 @@ async def test_sessions_beyond_the_cap_are_refused_and_a_closed_one_frees_its_pl
             second = await open_session(http, hub.mcp_url)
             assert first.status_code == second.status_code == 200
             third = await open_session(http, hub.mcp_url)
-            assert third.status_code == 503, third.text
-            assert "mcp-session-id" not in third.headers
-            closed = await http.delete(hub.mcp_url, headers={
+            assert third.status_code == 200, third.text
+            ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            evicted = await http.post(hub.mcp_url, json=ping, headers={
                 **HEADERS, "Mcp-Session-Id": first.headers["mcp-session-id"]})
+            assert evicted.status_code == 404
+            closed = await http.delete(hub.mcp_url, headers={
+                **HEADERS, "Mcp-Session-Id": second.headers["mcp-session-id"]})
             assert closed.status_code in (200, 204)
             again = await open_session(http, hub.mcp_url)
             assert again.status_code == 200

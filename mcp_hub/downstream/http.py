@@ -24,7 +24,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -36,12 +36,14 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.config import HttpConfig
-from mcp_hub.downstream.jsonrpc import request_id_of
+from mcp_hub.downstream.host_rules import HostRules
+from mcp_hub.downstream.http_limits import admit_connection
+from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
 from mcp_hub.downstream.server import HubServer, build_server
+from mcp_hub.downstream.session_pool import PooledSessionManager, SessionPool
 from mcp_hub.downstream.sse_routes import sse_endpoints
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
 from mcp_hub.hub import Hub
-from mcp_hub.runtime import is_loopback
 
 __all__ = ["build_app"]
 
@@ -50,17 +52,10 @@ logger = logging.getLogger(__name__)
 # Probes must work without credentials; they reveal nothing but up/ready.
 _OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 COOKIE_NAME = "mcp_hub_token"
-_COOKIE_PATHS = frozenset({"/", "/status.json", "/metrics"})
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-def _host_allowed(host: str, allowed: list[str]) -> bool:
-    for pattern in allowed:
-        if host == pattern:
-            return True
-        if pattern.endswith(":*") and host.startswith(pattern[:-1]):
-            return True
-    return False
+# The cookie opens the status page and its data, nothing else (docs/deployment.md).
+_COOKIE_PATHS = frozenset({"/", "/status.json"})
+#: Headers a request may carry once: a second copy is ambiguous (which one was checked?).
+_SINGLE_HEADERS = (b"authorization", b"host")
 
 
 class GuardMiddleware:
@@ -69,19 +64,7 @@ class GuardMiddleware:
     def __init__(self, app: ASGIApp, *, bind_host: str, http: HttpConfig) -> None:
         self.app = app
         self.tokens = [t.encode() for t in http.auth_tokens if t]
-        self.allowed_hosts = list(http.allowed_hosts)
-        self.allowed_origins = list(http.allowed_origins)
-        self.check_host = True
-        if is_loopback(bind_host) or bind_host in ("localhost",):
-            for name in _LOOPBACK_NAMES:
-                self.allowed_hosts += [name, f"{name}:*"]
-                self.allowed_origins += [f"http://{name}", f"http://{name}:*"]
-        elif bind_host in ("0.0.0.0", "::", ""):
-            # Listening everywhere: Host values cannot be guessed; operators list them
-            # in hub.http.allowed_hosts. Auth is mandatory on such a bind anyway.
-            self.check_host = bool(http.allowed_hosts)
-        else:
-            self.allowed_hosts += [bind_host, f"{bind_host}:*"]
+        self.rules = HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins)
         self.rate = http.rate_limit_per_minute
         self._hits: dict[int, deque[float]] = defaultdict(deque)
 
@@ -96,12 +79,18 @@ class GuardMiddleware:
             # Probes come with the pod IP or 127.0.0.1 as Host and reveal only up/ready.
             await self.app(scope, receive, send)
             return
-        if self.check_host and not _host_allowed(host, self.allowed_hosts):
+        repeated = _repeated_header(scope["headers"])
+        if repeated is not None:
+            logger.warning("refused a request with more than one %s header", repeated)
+            await PlainTextResponse(f"More than one {repeated} header", status_code=400)(
+                scope, receive, send)
+            return
+        if not self.rules.host_allowed(host):
             logger.warning("refused request with Host %r (DNS-rebinding protection)", host[:100])
             await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
             return
         origin = headers.get("origin")
-        if origin and not self._origin_allowed(origin, host):
+        if origin and not self.rules.origin_allowed(origin, host):
             logger.warning("refused request with Origin %r", origin[:100])
             await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
             return
@@ -139,13 +128,8 @@ class GuardMiddleware:
                     status_code=429, headers={"Retry-After": "60"},
                 )(scope, receive, send)
                 return
+        admit_connection(scope)
         await self.app(scope, receive, send)
-
-    def _origin_allowed(self, origin: str, host: str) -> bool:
-        if _host_allowed(origin, self.allowed_origins):
-            return True
-        # Same origin: the page was served by this very host.
-        return urlsplit(origin).netloc == host and bool(host)
 
     def _authenticate(self, header: str) -> int | None:
         scheme, _, value = header.partition(" ")
@@ -225,12 +209,16 @@ class RequestShapeGuard:
 
 
 def _shape_error(body: bytes) -> dict[str, Any] | None:
-    if b'"params"' not in body:
+    if b'"params"' not in body and b'"id"' not in body:
         return None
     try:
         raw = json.loads(body)
     except ValueError:
         return None
+    except RecursionError:
+        return PARSE_TOO_DEEP
+    if has_invalid_id(raw):
+        return INVALID_ID
     rid = request_id_of(raw)
     if rid is None or "params" not in raw or isinstance(raw["params"], dict):
         return None
@@ -238,16 +226,22 @@ def _shape_error(body: bytes) -> dict[str, Any] | None:
             "error": {"code": INVALID_PARAMS, "message": "Invalid request: params must be an object"}}
 
 
+def _repeated_header(raw: list[tuple[bytes, bytes]]) -> str | None:
+    """The first of :data:`_SINGLE_HEADERS` that occurs more than once, if any."""
+    seen: set[bytes] = set()
+    for name, _ in raw:
+        lowered = name.lower()
+        if lowered in _SINGLE_HEADERS:
+            if lowered in seen:
+                return lowered.decode().title()
+            seen.add(lowered)
+    return None
+
+
 def _security(bind_host: str, http: HttpConfig) -> TransportSecuritySettings:
-    # The guard middleware already enforces Host/Origin for every route; the SDK's
-    # own check is kept consistent with it (and would catch a mis-mounted route).
-    if is_loopback(bind_host) or bind_host == "localhost":
-        hosts = [f"{n}:*" for n in _LOOPBACK_NAMES] + list(_LOOPBACK_NAMES) + http.allowed_hosts
-        origins = [f"http://{n}:*" for n in _LOOPBACK_NAMES] + http.allowed_origins
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-        )
-    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    # One implementation of the Host/Origin rules: the guard applies them to every
+    # route first, so the SDK transports' own (prefix-matching) check is off.
+    return HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins).sdk_settings()
 
 
 def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False) -> Starlette:
@@ -256,21 +250,24 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     servers: dict[str | None, HubServer] = {None: build_server(hub)}
     for name in hub.config.profiles:
         servers[name] = build_server(hub, name)
+    # One session cap for every endpoint; at the cap the LRU idle session is evicted.
+    pool = SessionPool(http.max_sessions, http.session_init_timeout)
     managers: dict[str | None, StreamableHTTPSessionManager] = {
-        name: StreamableHTTPSessionManager(
-            app=server,
+        name: PooledSessionManager(
+            server,
+            pool=pool,
+            endpoint="/mcp" if name is None else f"/p/{name}/mcp",
             stateless=stateless,
             security_settings=security,
             max_request_body_size=http.max_body_bytes,
             session_idle_timeout=http.session_idle_timeout,
-            max_sessions=http.max_sessions,
         )
         for name, server in servers.items()
     }
     sse_routes: list[Route | Mount] = []
     for profile, server in servers.items():
         prefix = "" if profile is None else f"/p/{profile}"
-        sse_routes += sse_endpoints(server, prefix, security)
+        sse_routes += sse_endpoints(server, prefix, security, pool)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -287,7 +284,9 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         return PlainTextResponse(body, media_type="text/plain; version=0.0.4")
 
     async def status_json(request: Request) -> Response:
-        return Response(json.dumps(hub.status(), default=str), media_type="application/json")
+        body = hub.status()
+        body["http_sessions"] = pool.describe()
+        return Response(json.dumps(body, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
         return HTMLResponse(STATUS_PAGE_HTML)

@@ -9,7 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["is_request_id", "request_id_of"]
+__all__ = ["INVALID_ID", "PARSE_TOO_DEEP", "has_invalid_id", "is_request_id", "request_id_of"]
+
+#: The answer to a request whose ``id`` is neither a string nor an integer (1.5, 1e400,
+#: null, true, an object): JSON-RPC's Invalid Request, with a null id since the given
+#: one cannot be echoed. Without it such a message would pass for a notification.
+INVALID_ID: dict[str, Any] = {
+    "jsonrpc": "2.0", "id": None,
+    "error": {"code": -32600, "message": "Invalid Request: id must be a string or an integer"},
+}
+
+#: The answer to JSON nested deeper than the parser's recursion limit.
+PARSE_TOO_DEEP: dict[str, Any] = {
+    "jsonrpc": "2.0", "id": None,
+    "error": {"code": -32700, "message": "Parse error: JSON nested too deeply"},
+}
 
 
 def is_request_id(value: Any) -> bool:
@@ -26,3 +40,10 @@ def request_id_of(raw: Any) -> str | int | None:
         return None
     assert isinstance(rid, (str, int))
     return rid
+
+
+def has_invalid_id(raw: Any) -> bool:
+    """A message with a ``method`` and an ``id`` member that is not a usable request id."""
+    if isinstance(raw, list):
+        return any(has_invalid_id(item) for item in raw)
+    return isinstance(raw, dict) and "method" in raw and "id" in raw and not is_request_id(raw["id"])

@@ -127,13 +127,15 @@ async def serve_http(
     import uvicorn
 
     from mcp_hub.downstream.http import build_app, describe_endpoints
+    from mcp_hub.downstream.http_limits import ConnectionLimits, limited_protocol
 
     async with Hub(config) as hub:
         app = build_app(hub, host=host, http=http, stateless=stateless)
+        limits = ConnectionLimits.from_config(http)
         uv_config = uvicorn.Config(
             app, log_config=None, access_log=False, lifespan="on",
             timeout_graceful_shutdown=GRACEFUL_SECONDS, server_header=False,
-            limit_concurrency=None,
+            limit_concurrency=None, http=limited_protocol(limits),
         )
         server = _uvicorn_server(uv_config)
         endpoints = describe_endpoints(host, actual_port, list(config.profiles))

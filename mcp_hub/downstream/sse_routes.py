@@ -6,25 +6,39 @@ profile restricts SSE clients exactly as it restricts ``/p/NAME/mcp``.
 
 from __future__ import annotations
 
+from uuid import uuid4
+
 from mcp.server.sse import SseServerTransport
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from mcp_hub.downstream.server import HubServer
+from mcp_hub.downstream.session_pool import SessionPool
 
 __all__ = ["sse_endpoints"]
 
 
-def sse_endpoints(server: HubServer, prefix: str,
-                  security: TransportSecuritySettings) -> list[Route | Mount]:
-    """The two routes of one SSE endpoint under ``prefix`` ("" or "/p/NAME")."""
+def sse_endpoints(server: HubServer, prefix: str, security: TransportSecuritySettings,
+                  pool: SessionPool) -> list[Route | Mount]:
+    """The two routes of one SSE endpoint under ``prefix`` ("" or "/p/NAME").
+
+    Each open stream is a session of ``pool``: it counts against the hub's one
+    session cap and is listed in status.
+    """
     sse = SseServerTransport(f"{prefix}/messages/", security_settings=security)
 
     async def handle_sse(request: Request) -> Response:
-        async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
-            await server.run(streams[0], streams[1], server.create_initialization_options())
+        if not pool.make_room():
+            return JSONResponse({"error": "too many open sessions"}, status_code=503)
+        key = uuid4().hex
+        pool.add(key, f"{prefix}/sse")
+        try:
+            async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
+                await server.run(streams[0], streams[1], server.create_initialization_options())
+        finally:
+            pool.forget(key)
         return Response()
 
     return [

@@ -36,7 +36,7 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
-from mcp_hub.downstream.jsonrpc import request_id_of
+from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
 
 __all__ = ["stdio_server"]
 
@@ -57,6 +57,10 @@ def _error_for(line: bytes, exc: Exception) -> bytes | None:
         raw = json.loads(line)
     except ValueError:
         return None
+    except RecursionError:
+        return json.dumps(PARSE_TOO_DEEP).encode() + b"\n"
+    if has_invalid_id(raw):
+        return json.dumps(INVALID_ID).encode() + b"\n"
     # Only a JSON-RPC 2.0 request with a usable id is answered; anything else is not a
     # request the spec lets us reply to, and the SDK reports it as a transport error.
     rid = request_id_of(raw)
@@ -69,6 +73,16 @@ def _error_for(line: bytes, exc: Exception) -> bytes | None:
     error = {"jsonrpc": "2.0", "id": rid,
              "error": {"code": code, "message": f"Invalid request: {reason}"}}
     return json.dumps(error).encode() + b"\n"
+
+
+def _invalid_id(line: bytes) -> bool:
+    """Whether a line the SDK took for a notification carries an unusable top-level id."""
+    if b'"id"' not in line:
+        return False
+    try:
+        return has_invalid_id(json.loads(line))
+    except (ValueError, RecursionError):
+        return False
 
 
 class FastPath(Protocol):
@@ -183,6 +197,11 @@ async def stdio_server(
                                 await send_raw(reply)
                             else:
                                 await read_writer.send(exc)
+                            continue
+                        if isinstance(message, types.JSONRPCNotification) and _invalid_id(line):
+                            # A request whose id is not a string or an integer would pass
+                            # for a notification: refuse it (Invalid Request) instead.
+                            await send_raw(json.dumps(INVALID_ID).encode() + b"\n")
                             continue
                         await read_writer.send(SessionMessage(message))
             except anyio.ClosedResourceError:

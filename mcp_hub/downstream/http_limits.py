@@ -1,0 +1,248 @@
+"""Connection-level limits of the HTTP listener, enforced inside uvicorn's httptools protocol.
+
+uvicorn's httptools protocol reads request headers without bound: any number,
+of any size, as slowly as the client likes. The hub serves through a subclass
+that keeps httptools' speed and adds, per connection:
+
+* **header size** — at most ``max_header_bytes`` from the request line to the
+  blank line; more is answered ``431`` and the connection is closed. The count
+  is kept while bytes arrive, so memory stays bounded by the limit plus one read
+  however the headers are split;
+* **header count** — at most ``max_headers`` header lines (``431``);
+* **header read timeout** — a new connection, and each request after a
+  keep-alive pause, must deliver its complete headers within ``header_timeout``
+  seconds, however slowly it trickles (``408``, then close): slowloris ends here;
+* **body idle timeout** — while a request body is being received, no gap longer
+  than ``body_timeout`` seconds (the connection is closed);
+* **keep-alive timeout** — an idle connection between requests closes after
+  ``keep_alive_timeout`` seconds (uvicorn's own timer, configured here);
+* **per-IP cap before authentication** — at most ``max_connections_per_ip``
+  connections from one address that have not yet carried a request through the
+  guards (Host, Origin, bearer token). A connection that has is no longer
+  counted, so authenticated clients are never limited by it. Over the cap the
+  connection gets ``503`` and is closed before any of its bytes are parsed.
+
+The guard middleware marks a connection as admitted through
+:data:`SCOPE_KEY` in the ASGI scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["SCOPE_KEY", "ConnectionLimits", "admit_connection", "limited_protocol"]
+
+logger = logging.getLogger(__name__)
+
+#: How long a refused connection's further input is read and dropped before closing.
+_LINGER_SECONDS = 2.0
+
+#: The ASGI scope key under which the protocol hands the guard its connection.
+SCOPE_KEY = "mcp_hub.connection"
+
+
+@dataclass
+class ConnectionLimits:
+    """The limits, plus the per-IP counts shared by every connection of one listener."""
+
+    max_header_bytes: int = 32 * 1024
+    max_headers: int = 100
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    keep_alive_timeout: float = 5.0
+    max_connections_per_ip: int = 64
+    unadmitted: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=lambda: {"431": 0, "408": 0, "per_ip": 0})
+
+    @classmethod
+    def from_config(cls, http: Any) -> ConnectionLimits:
+        return cls(
+            max_header_bytes=http.max_header_bytes, max_headers=http.max_headers,
+            header_timeout=http.header_timeout, body_timeout=http.body_timeout,
+            keep_alive_timeout=http.keep_alive_timeout,
+            max_connections_per_ip=http.max_connections_per_ip,
+        )
+
+
+def _response(status: bytes, text: bytes) -> bytes:
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: " + str(len(text)).encode() + b"\r\nconnection: close\r\n\r\n" + text)
+
+
+_TOO_LARGE = _response(b"431 Request Header Fields Too Large", b"Request header fields too large")
+_TIMEOUT = _response(b"408 Request Timeout", b"Request headers not received in time")
+_BUSY = _response(b"503 Service Unavailable", b"Too many connections from this address")
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the limits of :class:`ConnectionLimits`."""
+
+    limits: ConnectionLimits = ConnectionLimits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uvicorn types it as int; a float works with call_later and allows short test values.
+        self.timeout_keep_alive = cast(int, self.limits.keep_alive_timeout)
+        self._ip: str | None = None
+        self._counted = False
+        self._in_headers = True
+        self._header_bytes = 0
+        self._header_count = 0
+        self._refused = False
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+
+    # -- connection ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        limits = self.limits
+        self._ip = self.client[0] if self.client else None
+        if self._ip is not None:
+            count = limits.unadmitted.get(self._ip, 0)
+            if count >= limits.max_connections_per_ip:
+                limits.refused["per_ip"] += 1
+                logger.warning("refused a connection from %s: %d connections not yet past "
+                               "authentication", self._ip, count)
+                self._refuse(_BUSY)
+                return
+            limits.unadmitted[self._ip] = count + 1
+            self._counted = True
+        self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._uncount()
+        self._cancel_timers()
+        super().connection_lost(exc)
+
+    def admitted(self) -> None:
+        """The guards let a request of this connection through: stop counting it per IP."""
+        self._uncount()
+
+    def _uncount(self) -> None:
+        if self._counted and self._ip is not None:
+            self._counted = False
+            left = self.limits.unadmitted.get(self._ip, 1) - 1
+            if left > 0:
+                self.limits.unadmitted[self._ip] = left
+            else:
+                self.limits.unadmitted.pop(self._ip, None)
+
+    def _refuse(self, response: bytes) -> None:
+        """Answer and close. The close lingers: the rest of what the client is still
+        sending is read and dropped for a moment, so the answer is not lost to a TCP
+        reset (closing a socket with unread input resets it), as web servers do."""
+        self._refused = True
+        self._cancel_timers()
+        transport = self.transport
+        if transport.is_closing():
+            return
+        transport.write(response)
+        if transport.can_write_eof():
+            transport.write_eof()
+            self.loop.call_later(_LINGER_SECONDS, transport.close)
+        else:
+            transport.close()
+
+    # -- timers -------------------------------------------------------------------------------
+    def _arm_header_timer(self) -> None:
+        if self._header_timer is None and not self._refused:
+            self._header_timer = self.loop.call_later(self.limits.header_timeout, self._header_timeout)
+
+    def _header_timeout(self) -> None:
+        self._header_timer = None
+        self.limits.refused["408"] += 1
+        self._refuse(_TIMEOUT)
+
+    def _body_timeout(self) -> None:
+        self._body_timer = None
+        if not self.transport.is_closing():
+            logger.info("closed a connection whose request body stalled for %.0f s",
+                        self.limits.body_timeout)
+            self.transport.close()
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._header_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._header_timer = self._body_timer = None
+
+    # -- parsing ------------------------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        if self._in_headers:
+            self._arm_header_timer()  # a request after a keep-alive pause starts its clock here
+            self._header_bytes += len(data)
+        super().data_received(data)
+        if self._refused:
+            return
+        if self._in_headers and self._header_bytes > self.limits.max_header_bytes:
+            self._too_large()
+
+    def _too_large(self) -> None:
+        self.limits.refused["431"] += 1
+        self._refuse(_TOO_LARGE)
+
+    def on_message_begin(self) -> None:
+        self._in_headers = True
+        self._header_count = 0
+        super().on_message_begin()
+        cast(dict[str, Any], self.scope)[SCOPE_KEY] = self
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._refused:
+            return
+        self._header_count += 1
+        if self._header_count > self.limits.max_headers:
+            self._too_large()
+            return
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        if self._refused:
+            return
+        self._in_headers = False
+        self._header_bytes = 0
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_timeout)
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self._refused:
+            return
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_timeout)
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if self._refused:
+            return
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        self._in_headers = True
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._header_bytes = 0
+
+
+def limited_protocol(limits: ConnectionLimits) -> type[LimitedHttpToolsProtocol]:
+    """A protocol class bound to one listener's limits (uvicorn instantiates it per connection)."""
+    return type("HubHttpProtocol", (LimitedHttpToolsProtocol,), {"limits": limits})
+
+
+def admit_connection(scope: Any) -> None:
+    """Called by the guard for a request that passed it: its connection stops counting per IP."""
+    conn = scope.get(SCOPE_KEY) if isinstance(scope, dict) else None
+    if conn is not None:
+        conn.admitted()
