@@ -301,3 +301,35 @@ def test_a_symlinked_config_stays_a_symlink(home: Path) -> None:
     link.symlink_to(real)
     assert _run("install", "cursor", "--config", SHIPPED) == 0
     assert link.is_symlink() and _entry("cursor", real) is not None
+
+
+def test_a_file_that_is_not_utf8_is_left_alone(home: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file("cursor", home)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"mcpServers": {"caf\xe9": {"command": "x"}}}')
+    assert _run("install", "cursor", "--config", SHIPPED) == 1
+    assert "not UTF-8" in capsys.readouterr().err
+    assert path.read_bytes() == b'{"mcpServers": {"caf\xe9": {"command": "x"}}}'
+
+
+def test_without_a_config_install_warns_that_the_hub_would_have_no_servers(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(home)
+    monkeypatch.delenv("MCP_HUB_CONFIG", raising=False)
+    assert _run("install", "cursor") == 0
+    assert "no servers.toml found" in capsys.readouterr().err
+    assert _entry("cursor", _file("cursor", home))["args"] == ["serve"]
+
+
+def test_a_bom_and_crlf_line_endings_are_kept(home: Path) -> None:
+    path = _file("cursor", home)
+    path.parent.mkdir(parents=True)
+    original = "\ufeff" + CURSOR.replace("\n", "\r\n")
+    path.write_bytes(original.encode())
+    assert _run("install", "cursor", "--config", SHIPPED) == 0
+    text = path.read_bytes().decode()
+    assert text.startswith("\ufeff") and "\n" not in text.replace("\r\n", "")
+    assert _run("uninstall", "cursor") == 0
+    assert path.read_bytes() == original.encode()

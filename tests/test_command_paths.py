@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 from mcp_hub import commands, prespawn
-from mcp_hub.config import load_config, parse_config
+from mcp_hub.config import ServerConfig, load_config, parse_config
 from mcp_hub.errors import ConfigError
 from mcp_hub.launch import child_path
 from mcp_hub.upstream.transports import child_environment
@@ -149,6 +149,17 @@ def test_a_bare_relative_hub_path_is_an_error() -> None:
 def test_the_hubs_bin_folder_is_on_the_path_by_default() -> None:
     config = parse_config('[servers.a]\ncommand = "x"\n')
     assert (child_path(config.servers["a"], BARE) or "").endswith(f":{commands.hub_bin_dir()}")
+
+
+def test_a_changed_hub_path_restarts_servers_on_reload() -> None:
+    from mcp_hub.upstream.manager import _differs
+
+    def server(path: str) -> ServerConfig:
+        return parse_config(f'[hub]\npath = ["{path}"]\n[servers.x]\ncommand = "y"\n')\
+            .servers["x"]
+
+    assert _differs(server("/a"), server("/b"))
+    assert not _differs(server("/a"), server("/a"))
 
 
 # ── end to end: a hub started elsewhere, with a bare environment ─────────────
