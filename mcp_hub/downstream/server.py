@@ -28,7 +28,6 @@ logger = logging.getLogger(__name__)
 Ctx = ServerRequestContext[Any, Any]
 
 
-
 class HubServer(Server[Any]):
     """A low-level Server that advertises ``listChanged`` honestly on every transport.
 
