@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from mcp_hub import __version__
@@ -20,6 +21,7 @@ from mcp_hub.context import CallContext
 from mcp_hub.redact import redact
 from mcp_hub.registry import ToolRegistry, registry
 from mcp_hub.runtime import get_config
+from mcp_hub.upstream.diagnosis import summary
 
 __all__ = ["HUB_STATUS_SCHEMA", "hub_status_tool", "registry_status"]
 
@@ -66,7 +68,11 @@ async def hub_status_tool(args: dict[str, Any], *, call: CallContext | None = No
     status = status_fn()
     if inspect.isawaitable(status):
         status = await status
-    return dict(status)
+    status = dict(status)
+    # First, one line a model can relay: what keeps tools away, if anything.
+    source = status.get("hub", {}).get("config")
+    line = summary(status.get("upstreams", []), Path(source) if source else None)
+    return {"summary": line, **status}
 
 
 # ── 2. check_fn ─────────────────────────────────────────────────────────────────
@@ -82,7 +88,8 @@ def check_hub_status_requirements() -> bool:
 HUB_STATUS_SCHEMA: dict[str, Any] = {
     "name": "hub_status",
     "description": (
-        "Report the state of this MCP hub: each upstream MCP server with its state "
+        "Report the state of this MCP hub: first a one-line summary of what is wrong (or "
+        "that all is well), then each upstream MCP server with its state "
         "(connecting, ready, reconnecting, parked, disabled), transport, tool/prompt/resource "
         "counts, last error, reconnect count and since when; tools that were rejected or "
         "shadowed and why; whether tool search is active; the hub version and uptime. "

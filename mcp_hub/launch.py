@@ -147,8 +147,9 @@ def client_entry(
     if config_path is not None:
         args += ["--config", str(config_path.resolve())]
     else:
-        warnings.append("no servers.toml found (see `mcp-hub check`): the client would start "
-                        "the hub with no upstream servers; pass --config PATH")
+        warnings.append("no servers.toml found (searched $MCP_HUB_CONFIG, ./servers.toml, "
+                        "~/.config/mcp-hub/servers.toml): the client would start the hub with "
+                        "no upstream servers; pass --config PATH")
     entry: dict[str, Any] = {"command": argv[0], "args": args}
     if config is not None:
         found = needs(config, env)

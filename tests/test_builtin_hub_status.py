@@ -84,7 +84,9 @@ class AsyncFakeHub(FakeHub):
 async def test_with_a_hub_attached_it_returns_the_hubs_status() -> None:
     status = {"hub": {"version": "x"}, "upstreams": [{"name": "git", "state": "ready"}]}
     for hub in (FakeHub(status), AsyncFakeHub(status)):
-        assert body(await call(CallContext(tool_name="hub_status", hub=hub))) == status
+        summary = "The upstream MCP server is connected (0 tools)."
+        assert body(await call(CallContext(tool_name="hub_status", hub=hub))) == {
+            "summary": summary, **status}
 
 
 async def test_hub_status_takes_no_arguments() -> None:

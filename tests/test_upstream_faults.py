@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 from pathlib import Path
 
 import anyio
@@ -194,7 +195,11 @@ async def test_the_child_gets_a_filtered_environment_plus_its_env(
             path = await registry.dispatch("echo_env", {"name": "PATH"}, call=CallContext())
             assert text_of(leak) == "<unset>"
             assert text_of(given) == "yes"
-            assert text_of(path) == os.environ["PATH"]
+            # The hub's PATH (duplicates dropped), then the hub's own bin folder.
+            entries = list(dict.fromkeys(e for e in os.environ["PATH"].split(os.pathsep) if e))
+            hub_bin = os.path.join(sys.prefix, "bin")
+            assert text_of(path) == os.pathsep.join(
+                entries + ([] if hub_bin in entries else [hub_bin]))
 
 
 async def test_an_answer_over_max_message_bytes_fails_at_once_and_the_session_goes_on() -> None:

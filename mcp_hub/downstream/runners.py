@@ -23,6 +23,7 @@ import anyio.abc
 from mcp_hub import runtime
 from mcp_hub.config import HubConfig
 from mcp_hub.downstream.fastpath import StdioFastPath
+from mcp_hub.downstream.instructions import FirstRequestGate, hub_instructions
 from mcp_hub.downstream.server import build_server
 from mcp_hub.downstream.stdio import stdio_server
 from mcp_hub.errors import ConfigError
@@ -54,8 +55,15 @@ async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
             def fast_path(send_raw: Any, tg: anyio.abc.TaskGroup) -> StdioFastPath:
                 return StdioFastPath(hub, profile, send_raw, tg)
 
+            options = server.create_initialization_options()
+
+            async def settle() -> None:
+                # The first answer's instructions name upstream problems as they are then.
+                await hub.wait_ready()
+                options.instructions = server.instructions = hub_instructions(hub)
+
             async with stdio_server(fast_path) as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+                await server.run(FirstRequestGate(read, settle), write, options)
             tg.cancel_scope.cancel()
 
 

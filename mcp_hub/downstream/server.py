@@ -19,6 +19,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller
 from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
+from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.visibility import CallerBus, remember_caller
 from mcp_hub.hub import Hub
 
@@ -28,19 +29,17 @@ logger = logging.getLogger(__name__)
 
 Ctx = ServerRequestContext[Any, Any]
 
-_INSTRUCTIONS = (
-    "This server is an MCP hub: it serves the tools, prompts and resources of several "
-    "MCP servers under one endpoint. Tool names are prefixed with their server's name."
-)
-
 
 class HubServer(Server[Any]):
     """A low-level Server that advertises ``listChanged`` honestly on every transport.
 
     The Streamable HTTP session manager calls ``create_initialization_options()``
     with no arguments; the default here turns on every list_changed flag because
-    the hub really forwards those changes.
+    the hub really forwards those changes. The ``instructions`` are computed anew each
+    time (they name upstream problems; see :mod:`mcp_hub.downstream.instructions`).
     """
+
+    hub: Hub | None = None
 
     def create_initialization_options(
         self,
@@ -48,6 +47,8 @@ class HubServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
+        if self.hub is not None:
+            self.instructions = hub_instructions(self.hub)
         if notification_options is None:
             notification_options = NotificationOptions(
                 prompts_changed=True, resources_changed=True, tools_changed=True
@@ -188,7 +189,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     server = HubServer(
         hub.config.hub.name if profile is None else f"{hub.config.hub.name}/{profile}",
         version=hub.version,
-        instructions=_INSTRUCTIONS,
+        instructions=hub_instructions(hub),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_prompts=list_prompts,
@@ -201,6 +202,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         on_completion=complete,
         on_subscriptions_listen=ListenHandler(CallerBus(hub.sessions.bus, access, caller)),
     )
+    server.hub = hub
     # The SDK's OpenTelemetry middleware opens a span per message even with no
     # exporter installed; on a proxy's hot path that is a tenth of the CPU. Off.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
