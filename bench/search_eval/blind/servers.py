@@ -58,13 +58,6 @@ SERVERS: tuple[BlindServer, ...] = (
     BlindServer("excel", "pypi", "excel-mcp-server", "excel-mcp-server", ("stdio",)),
     BlindServer("word", "pypi", "office-word-mcp-server", "word_mcp_server"),
     BlindServer("redis", "pypi", "redis-mcp-server", "redis-mcp-server", ("--url", "redis://127.0.0.1:1/0")),
-    BlindServer(
-        "qdrant",
-        "pypi",
-        "mcp-server-qdrant",
-        "mcp-server-qdrant",
-        env={"QDRANT_URL": "http://127.0.0.1:1", "COLLECTION_NAME": "notes"},
-    ),
     BlindServer("duckduckgo", "pypi", "duckduckgo-mcp-server", "duckduckgo-mcp-server"),
     BlindServer("arxiv", "pypi", "arxiv-mcp-server", "arxiv-mcp-server", ("--storage-path", "{tmp}")),
     BlindServer("chroma", "pypi", "chroma-mcp", "chroma-mcp", ("--client-type", "ephemeral")),
@@ -129,17 +122,6 @@ SERVERS: tuple[BlindServer, ...] = (
     ),
     BlindServer("sentry", "npm", "@sentry/mcp-server", "sentry-mcp", ("--access-token=placeholder",)),
     BlindServer("exa", "npm", "exa-mcp-server", "exa-mcp-server", env={"EXA_API_KEY": "placeholder"}),
-    BlindServer(
-        "browserbase",
-        "npm",
-        "@browserbasehq/mcp-server-browserbase",
-        "mcp-server-browserbase",
-        env={"BROWSERBASE_API_KEY": "placeholder", "BROWSERBASE_PROJECT_ID": "placeholder", "GEMINI_API_KEY": "x"},
-    ),
-    BlindServer("azure", "npm", "@azure/mcp", "azmcp", ("server", "start")),
-    BlindServer(
-        "hubspot", "npm", "@hubspot/mcp-server", "mcp-hubspot", env={"PRIVATE_APP_ACCESS_TOKEN": "placeholder"}
-    ),
     BlindServer("shopify-dev", "npm", "@shopify/dev-mcp", "shopify-dev-mcp"),
     BlindServer(
         "lara",
@@ -157,9 +139,7 @@ SERVERS: tuple[BlindServer, ...] = (
     ),
     BlindServer("neon", "npm", "@neondatabase/mcp-server-neon", "mcp-server-neon", ("start", "placeholder")),
     BlindServer("desktop-commander", "npm", "@wonderwhy-er/desktop-commander", "desktop-commander"),
-    BlindServer(
-        "launchdarkly", "npm", "@launchdarkly/mcp-server", "mcp-server", ("start", "--api-key", "api-placeholder")
-    ),
+    BlindServer("launchdarkly", "npm", "@launchdarkly/mcp-server", "mcp", ("start", "--api-key", "api-placeholder")),
     BlindServer("mapbox", "npm", "@mapbox/mcp-server", "mcp-server", env={"MAPBOX_ACCESS_TOKEN": "pk.placeholder"}),
     BlindServer("airtable", "npm", "airtable-mcp-server", "airtable-mcp-server", env={"AIRTABLE_API_KEY": "pat.x"}),
     BlindServer("pinecone", "npm", "@pinecone-database/mcp", "pinecone-mcp", env={"PINECONE_API_KEY": "placeholder"}),
@@ -168,18 +148,4 @@ SERVERS: tuple[BlindServer, ...] = (
     BlindServer(
         "figma", "npm", "figma-developer-mcp", "figma-developer-mcp", ("--stdio",), env={"FIGMA_API_KEY": "placeholder"}
     ),
-    BlindServer(
-        "mysql",
-        "npm",
-        "@benborla29/mcp-server-mysql",
-        "mcp-server-mysql",
-        env={"MYSQL_HOST": "127.0.0.1", "MYSQL_PORT": "1", "MYSQL_USER": "u", "MYSQL_PASS": "p", "MYSQL_DB": "d"},
-    ),
-    BlindServer(
-        "supabase", "npm", "@supabase/mcp-server-supabase", "mcp-server-supabase", ("--access-token=placeholder",)
-    ),
-    BlindServer("azure-devops", "npm", "@azure-devops/mcp", "mcp-server-azuredevops", ("placeholder-org",)),
-    BlindServer("twilio", "npm", "@twilio-alpha/mcp", "mcp", ("ACplaceholder/SKplaceholder:secret",)),
-    BlindServer("auth0", "npm", "@auth0/auth0-mcp-server", "auth0-mcp-server", ("run",)),
-    BlindServer("apify", "npm", "@apify/actors-mcp-server", "actors-mcp-server", env={"APIFY_TOKEN": "placeholder"}),
 )
