@@ -148,4 +148,11 @@ SERVERS: tuple[BlindServer, ...] = (
     BlindServer(
         "figma", "npm", "figma-developer-mcp", "figma-developer-mcp", ("--stdio",), env={"FIGMA_API_KEY": "placeholder"}
     ),
+    BlindServer(
+        "browserbase",
+        "npm",
+        "@browserbasehq/mcp-server-browserbase",
+        "mcp-server-browserbase",
+        env={"BROWSERBASE_API_KEY": "placeholder", "BROWSERBASE_PROJECT_ID": "placeholder", "GEMINI_API_KEY": "x"},
+    ),
 )
