@@ -175,7 +175,10 @@ class _Parser:
 def parse(text: str, *, comments: bool = False) -> tuple[Any, ObjectSpan | None]:
     """Parse ``text`` (JSON, or JSON with comments and trailing commas when ``comments``)."""
     parser = _Parser(text, comments)
-    value, span = parser.value()
+    try:
+        value, span = parser.value()
+    except RecursionError:
+        raise JsonEditError("invalid JSON: nested too deeply") from None
     parser.skip()
     if parser.pos != len(text):
         raise parser.fail("extra data after the JSON value")

@@ -102,6 +102,22 @@ def test_the_snippet_warns_about_a_command_it_cannot_find(tmp_path: Path) -> Non
     assert json.loads(done.stdout)["mcpServers"]["mcp-hub"]["args"][-1] == str(config)
 
 
+def test_a_variable_the_client_will_not_pass_is_named_and_not_copied(tmp_path: Path) -> None:
+    config = tmp_path / "servers.toml"
+    config.write_text('[servers.api]\ncommand = "/bin/cat"\n'
+                      'env = { TOKEN = "${HUB_TEST_TOKEN}", PLAIN = "$${NOT_A_VAR}", '
+                      'OPT = "${HUB_TEST_OPTIONAL:-x}" }\n')
+    env = {"PATH": "/usr/bin:/bin", "HUB_TEST_TOKEN": "s3cret-value-here"}
+    for environ in (env, {"PATH": "/usr/bin:/bin"}):  # set in the shell, or not
+        done = subprocess.run([str(HUB), "config", "snippet", "cursor", "--config", str(config)],
+                              cwd="/", env=environ, capture_output=True, text=True, timeout=60,
+                              check=True)
+        assert 'reads ${HUB_TEST_TOKEN} from the hub\'s environment' in done.stderr
+        assert "NOT_A_VAR" not in done.stderr and "HUB_TEST_OPTIONAL" not in done.stderr
+        assert "s3cret-value-here" not in done.stdout + done.stderr
+        assert "env" in json.loads(done.stdout)["mcpServers"]["mcp-hub"]
+
+
 def _readme_commands() -> list[str]:
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Connecting a client", 1)[1].split("\n## ", 1)[0]
