@@ -72,6 +72,8 @@ class _Parser:
 
     def fail(self, msg: str, pos: int | None = None) -> JsonEditError:
         at = self.pos if pos is None else pos
+        if at >= len(self.text) and msg.startswith("expected"):
+            msg = f"unexpected end of file ({msg})"
         line = self.text.count("\n", 0, at) + 1
         col = at - (self.text.rfind("\n", 0, at) + 1) + 1
         return JsonEditError(f"invalid JSON at line {line}, column {col}: {msg}")
