@@ -57,11 +57,15 @@ async def _start_as_a_client_would(entry: dict[str, Any], home: Path, log: Path)
         async with (stdio_client(params, errlog=err) as (read, write),
                     ClientSession(read, write) as session):
             await session.initialize()
+            while True:  # a loaded machine may need more than startup_timeout; bounded above
+                status = json.loads(_text(await session.call_tool("hub_status", {})))
+                states = {u["name"]: u["state"] for u in status["upstreams"]}
+                assert set(states.values()) <= {"ready", "connecting"}, status["summary"]
+                if set(states.values()) == {"ready"}:
+                    break
+                await anyio.sleep(0.2)
+            assert sorted(states) == sorted(SHIPPED_SERVERS), log.read_text()[-3000:]
             tools = {t.name for t in (await session.list_tools()).tools}
-            status = json.loads(_text(await session.call_tool("hub_status", {})))
-            states = {u["name"]: (u["state"], u["last_error"]) for u in status["upstreams"]}
-            assert states == {name: ("ready", None) for name in SHIPPED_SERVERS}, \
-                log.read_text()[-3000:]
             assert status["summary"] == f"All 3 upstream MCP servers are connected " \
                 f"({sum(u['tools'] for u in status['upstreams'])} tools)."
             assert {"time_get_current_time", "git_git_status", "ev_echo"} <= tools
