@@ -5,8 +5,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(CURDIR)/$(VENV)/bin
 NODE_BIN := $(CURDIR)/js/node_modules/.bin
-# Upstream commands in servers.toml (mcp-server-time, mcp-server-everything, ...)
-# are found on this PATH: the venv first, then the Node packages.
+# The venv first, then the Node packages, for what make runs. (servers.toml finds
+# its upstream commands without this, through [hub] path.)
 export PATH := $(BIN):$(NODE_BIN):$(PATH)
 
 HOST ?= 127.0.0.1

@@ -72,6 +72,8 @@ class _Parser:
 
     def fail(self, msg: str, pos: int | None = None) -> JsonEditError:
         at = self.pos if pos is None else pos
+        if at >= len(self.text) and msg.startswith("expected"):
+            msg = f"unexpected end of file ({msg})"
         line = self.text.count("\n", 0, at) + 1
         col = at - (self.text.rfind("\n", 0, at) + 1) + 1
         return JsonEditError(f"invalid JSON at line {line}, column {col}: {msg}")
@@ -175,7 +177,10 @@ class _Parser:
 def parse(text: str, *, comments: bool = False) -> tuple[Any, ObjectSpan | None]:
     """Parse ``text`` (JSON, or JSON with comments and trailing commas when ``comments``)."""
     parser = _Parser(text, comments)
-    value, span = parser.value()
+    try:
+        value, span = parser.value()
+    except RecursionError:
+        raise JsonEditError("invalid JSON: nested too deeply") from None
     parser.skip()
     if parser.pos != len(text):
         raise parser.fail("extra data after the JSON value")

@@ -96,6 +96,7 @@ CONFIG = """
 [hub]
 path = ["./bin", "~/tools"]
 hub_bin_on_path = false
+startup_timeout = 60
 
 [servers.report]
 command = "report"
