@@ -165,3 +165,34 @@ async def test_every_route_needs_the_token_and_path_tricks_do_not_bypass_it(hub:
         assert (await http.get(f"{hub.base}/healthz")).status_code == 200
     assert TOKEN not in hub.stderr()
     assert json.dumps(TOKEN)[1:-1] not in hub.stderr()
+
+
+async def test_sessions_and_sse_ids_do_not_cross_endpoints(hub: HttpHub) -> None:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        opened = await http.post(f"{hub.base}/p/narrow/mcp", json=INIT, headers=MCP_HEADERS)
+        sid = opened.headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        crossed = await http.post(hub.mcp_url, json=ping, headers={**MCP_HEADERS, "Mcp-Session-Id": sid})
+        assert crossed.status_code == 404
+        own = await http.post(f"{hub.base}/p/narrow/mcp", json=ping,
+                              headers={**MCP_HEADERS, "Mcp-Session-Id": sid})
+        assert own.status_code == 200
+        async with http.stream("GET", f"{hub.base}/sse", headers=AUTH) as stream:
+            endpoint = ""
+            lines = stream.aiter_lines()  # kept: a collected line iterator closes the stream
+            async for line in lines:
+                if line.startswith("data: "):
+                    endpoint = line[len("data: "):]
+                    break
+            assert endpoint.startswith("/messages/?session_id=")
+            session_id = endpoint.split("=", 1)[1]
+            post_headers = {"Content-Type": "application/json", **AUTH}
+            other = await http.post(f"{hub.base}/p/narrow/messages/?session_id={session_id}",
+                                    json=INIT, headers=post_headers)
+            assert other.status_code == 404
+            forged = await http.post(f"{hub.base}/messages/?session_id={'0' * 32}", json=INIT,
+                                     headers=post_headers)
+            assert forged.status_code == 404
+            mine = await http.post(f"{hub.base}{endpoint}", json=INIT, headers=post_headers)
+            assert mine.status_code == 202, (endpoint, mine.text)
+            await lines.aclose()
