@@ -195,4 +195,4 @@ async def test_sessions_and_sse_ids_do_not_cross_endpoints(hub: HttpHub) -> None
             assert forged.status_code == 404
             mine = await http.post(f"{hub.base}{endpoint}", json=INIT, headers=post_headers)
             assert mine.status_code == 202, (endpoint, mine.text)
-            await lines.aclose()
+            await lines.aclose()  # type: ignore[attr-defined]
