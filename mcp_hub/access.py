@@ -157,6 +157,8 @@ class AccessControl:
         return policy
 
     def _compute(self, caller: Caller, config: HubConfig) -> AccessPolicy:
+        # Identities carry no rules of their own yet: a caller reaches what its
+        # endpoint's profile reaches. Rules per identity narrow the result here.
         if caller.profile is None:
             return UNRESTRICTED
         prof = config.profiles.get(caller.profile)

@@ -9,9 +9,12 @@ Routes:
   (Prometheus), ``/status.json`` and ``/`` (the status page).
 
 Guards wrap everything, outermost first: DNS-rebinding protection (a Host not
-allowed → 421, a foreign Origin → 403), then bearer-token auth (401 with
-``WWW-Authenticate``; ``/healthz`` and ``/readyz`` stay open for probes). Tokens are compared in
-constant time and never logged.
+allowed → 421, a foreign Origin → 403; :mod:`~mcp_hub.downstream.host_rules`), then
+bearer-token auth (401 with ``WWW-Authenticate``; ``/healthz`` and ``/readyz`` stay open for
+probes). Tokens are compared in constant time and never logged. Below the app, the HTTP
+protocol bounds headers, time and unauthenticated connections
+(:mod:`~mcp_hub.downstream.http_limits`); sessions of every endpoint share one pool
+(:mod:`~mcp_hub.downstream.session_pool`).
 """
 
 from __future__ import annotations

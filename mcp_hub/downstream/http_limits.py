@@ -79,8 +79,15 @@ _TIMEOUT = _response(b"408 Request Timeout", b"Request headers not received in t
 _BUSY = _response(b"503 Service Unavailable", b"Too many connections from this address")
 
 
+_HEADERS, _BODY = 1, 2
+
+
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with the limits of :class:`ConnectionLimits`."""
+    """uvicorn's httptools protocol with the limits of :class:`ConnectionLimits`.
+
+    Timeouts cost no timer per request: a phase (headers, body) sets a deadline,
+    and one lazily re-armed watchdog per connection checks it when it fires.
+    """
 
     limits: ConnectionLimits = ConnectionLimits()
 
@@ -92,10 +99,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._counted = False
         self._in_headers = True
         self._header_bytes = 0
-        self._header_count = 0
         self._refused = False
-        self._header_timer: asyncio.TimerHandle | None = None
-        self._body_timer: asyncio.TimerHandle | None = None
+        self._phase = 0  # _HEADERS, _BODY or 0 (no deadline)
+        self._deadline = 0.0
+        self._watchdog: asyncio.TimerHandle | None = None
 
     # -- connection ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -112,11 +119,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 return
             limits.unadmitted[self._ip] = count + 1
             self._counted = True
-        self._arm_header_timer()
+        self._expect(_HEADERS, limits.header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._uncount()
-        self._cancel_timers()
+        self._phase = 0
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         super().connection_lost(exc)
 
     def admitted(self) -> None:
@@ -137,7 +147,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         sending is read and dropped for a moment, so the answer is not lost to a TCP
         reset (closing a socket with unread input resets it), as web servers do."""
         self._refused = True
-        self._cancel_timers()
+        self._phase = 0
         transport = self.transport
         if transport.is_closing():
             return
@@ -148,40 +158,44 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         else:
             transport.close()
 
-    # -- timers -------------------------------------------------------------------------------
-    def _arm_header_timer(self) -> None:
-        if self._header_timer is None and not self._refused:
-            self._header_timer = self.loop.call_later(self.limits.header_timeout, self._header_timeout)
+    # -- deadlines ----------------------------------------------------------------------------
+    def _expect(self, phase: int, seconds: float) -> None:
+        """Start ``phase``, which must end within ``seconds``."""
+        self._phase = phase
+        self._deadline = self.loop.time() + seconds
+        if self._watchdog is None:
+            self._watchdog = self.loop.call_at(self._deadline, self._check)
 
-    def _header_timeout(self) -> None:
-        self._header_timer = None
-        self.limits.refused["408"] += 1
-        self._refuse(_TIMEOUT)
-
-    def _body_timeout(self) -> None:
-        self._body_timer = None
-        if not self.transport.is_closing():
+    def _check(self) -> None:
+        self._watchdog = None
+        if not self._phase or self._refused or self.transport.is_closing():
+            return
+        if self.loop.time() < self._deadline:
+            self._watchdog = self.loop.call_at(self._deadline, self._check)
+            return
+        if self._phase == _HEADERS:
+            self.limits.refused["408"] += 1
+            self._refuse(_TIMEOUT)
+        else:
             logger.info("closed a connection whose request body stalled for %.0f s",
                         self.limits.body_timeout)
+            self._phase = 0
             self.transport.close()
-
-    def _cancel_timers(self) -> None:
-        for timer in (self._header_timer, self._body_timer):
-            if timer is not None:
-                timer.cancel()
-        self._header_timer = self._body_timer = None
 
     # -- parsing ------------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
         if self._in_headers:
-            self._arm_header_timer()  # a request after a keep-alive pause starts its clock here
+            if self._phase != _HEADERS:
+                # A request after a keep-alive pause: its header clock starts now.
+                self._expect(_HEADERS, self.limits.header_timeout)
             self._header_bytes += len(data)
         super().data_received(data)
-        if self._refused:
+        if self._refused or not self._in_headers:
             return
-        if self._in_headers and self._header_bytes > self.limits.max_header_bytes:
+        if self._header_bytes > self.limits.max_header_bytes or (
+                self.headers is not None and len(self.headers) > self.limits.max_headers):
             self._too_large()
 
     def _too_large(self) -> None:
@@ -190,50 +204,32 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         self._in_headers = True
-        self._header_count = 0
         super().on_message_begin()
         cast(dict[str, Any], self.scope)[SCOPE_KEY] = self
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self._refused:
-            return
-        self._header_count += 1
-        if self._header_count > self.limits.max_headers:
-            self._too_large()
-            return
-        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         if self._refused:
             return
+        if len(self.headers) > self.limits.max_headers:
+            self._too_large()
+            return
         self._in_headers = False
         self._header_bytes = 0
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-        self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_timeout)
+        self._expect(_BODY, self.limits.body_timeout)
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
         if self._refused:
             return
-        if self._body_timer is not None:
-            self._body_timer.cancel()
-            self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_timeout)
+        self._deadline = self.loop.time() + self.limits.body_timeout
         super().on_body(body)
 
     def on_message_complete(self) -> None:
         if self._refused:
             return
-        if self._body_timer is not None:
-            self._body_timer.cancel()
-            self._body_timer = None
+        self._phase = 0
         self._in_headers = True
         super().on_message_complete()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._header_bytes = 0
 
 
 def limited_protocol(limits: ConnectionLimits) -> type[LimitedHttpToolsProtocol]:

@@ -15,7 +15,10 @@ idle timeout, and every profile endpoint adds a cap of its own. Here:
   (ids shortened: a session id is not for display).
 
 :class:`PooledSessionManager` is the SDK's manager with admission, use and
-discard routed through the pool.
+discard routed through the pool. It overrides the manager's internal steps
+(``_admit_session``, ``_serve_opening_request``, ``_discard_session``) and reads
+the transport's in-flight count; the SDK has no public hooks for these, so
+``tests/security/test_session_cap.py`` pins the behaviour across SDK updates.
 """
 
 from __future__ import annotations

@@ -7,15 +7,16 @@ Also kept as regression tests: auth on every route, path tricks under ``/p/``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
 
 from mcp_hub.downstream.host_rules import HostRules, matches
-from tests.hubtest import HttpHub, http_hub, write_config
+from tests.hubtest import PY, ROOT, HttpHub, hub_env, write_config
 from tests.test_stdio_edges import _RawHub
 
 pytestmark = pytest.mark.anyio
@@ -28,13 +29,39 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[HttpHub]:
-    config = write_config(tmp_path, '[profiles.narrow]\ntoolsets = ["hub"]\n',
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpHub]:
+    """One hub for the module (these tests only read): started and stopped synchronously."""
+    tmp = tmp_path_factory.mktemp("edges")
+    config = write_config(tmp, '[profiles.narrow]\ntoolsets = ["hub"]\n',
                           hub=f'[hub.http]\nauth_tokens = ["{TOKEN}"]\n')
-    with anyio.fail_after(60):
-        async with http_hub(config, tmp_path) as running:
-            yield running
+    port_file, stderr_path = tmp / "port", tmp / "stderr.log"
+    with stderr_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [PY, "-m", "mcp_hub", "serve", "--transport", "http", "--port", "0",
+             "--config", str(config), "--port-file", str(port_file)],
+            cwd=str(ROOT), env=hub_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text()):
+            assert proc.poll() is None and time.monotonic() < deadline, stderr_path.read_text()
+            time.sleep(0.05)
+        running = HttpHub(proc, int(port_file.read_text()), stderr_path)
+        while True:
+            assert time.monotonic() < deadline, stderr_path.read_text()
+            try:
+                if httpx2.get(f"{running.base}/readyz").status_code == 200:
+                    break
+            except httpx2.TransportError:
+                time.sleep(0.05)
+        yield running
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 async def test_deeply_nested_json_is_a_parse_error_not_a_500(hub: HttpHub) -> None:
@@ -138,3 +165,34 @@ async def test_every_route_needs_the_token_and_path_tricks_do_not_bypass_it(hub:
         assert (await http.get(f"{hub.base}/healthz")).status_code == 200
     assert TOKEN not in hub.stderr()
     assert json.dumps(TOKEN)[1:-1] not in hub.stderr()
+
+
+async def test_sessions_and_sse_ids_do_not_cross_endpoints(hub: HttpHub) -> None:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        opened = await http.post(f"{hub.base}/p/narrow/mcp", json=INIT, headers=MCP_HEADERS)
+        sid = opened.headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        crossed = await http.post(hub.mcp_url, json=ping, headers={**MCP_HEADERS, "Mcp-Session-Id": sid})
+        assert crossed.status_code == 404
+        own = await http.post(f"{hub.base}/p/narrow/mcp", json=ping,
+                              headers={**MCP_HEADERS, "Mcp-Session-Id": sid})
+        assert own.status_code == 200
+        async with http.stream("GET", f"{hub.base}/sse", headers=AUTH) as stream:
+            endpoint = ""
+            lines = stream.aiter_lines()  # kept: a collected line iterator closes the stream
+            async for line in lines:
+                if line.startswith("data: "):
+                    endpoint = line[len("data: "):]
+                    break
+            assert endpoint.startswith("/messages/?session_id=")
+            session_id = endpoint.split("=", 1)[1]
+            post_headers = {"Content-Type": "application/json", **AUTH}
+            other = await http.post(f"{hub.base}/p/narrow/messages/?session_id={session_id}",
+                                    json=INIT, headers=post_headers)
+            assert other.status_code == 404
+            forged = await http.post(f"{hub.base}/messages/?session_id={'0' * 32}", json=INIT,
+                                     headers=post_headers)
+            assert forged.status_code == 404
+            mine = await http.post(f"{hub.base}{endpoint}", json=INIT, headers=post_headers)
+            assert mine.status_code == 202, (endpoint, mine.text)
+            await lines.aclose()  # type: ignore[attr-defined]

@@ -16,6 +16,7 @@ import json
 import warnings
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,11 +89,11 @@ async def check_tools(session: ClientSession, bridge: bool) -> None:
     ok = await session.call_tool("a_echo", {"text": "hi"})
     assert _text(ok) == "hi"
     for name in HIDDEN_TOOLS:
-        direct = await _error_of(lambda n=name: session.call_tool(n, {"text": "x", "path": "secret.txt"}))
+        args = {"text": "x", "path": "secret.txt"}
+        direct = await _error_of(partial(session.call_tool, name, args))
         assert direct == unknown_tool_text(name), direct
         if bridge:
-            via = await _error_of(lambda n=name: session.call_tool(
-                "tool_call", {"name": n, "arguments": {"text": "x", "path": "secret.txt"}}))
+            via = await _error_of(partial(session.call_tool, "tool_call", {"name": name, "arguments": args}))
             assert via == unknown_tool_text(name), via
     if bridge:
         await check_bridge(session)
@@ -131,7 +132,7 @@ async def check_prompts_and_resources(session: ClientSession) -> None:
     assert templates == ["a://item/{id}"]
     assert (await session.read_resource("a://hello")).contents
     for uri in ("b://hello", "b://item/7"):
-        hidden = await _error_of(lambda u=uri: session.read_resource(u))
+        hidden = await _error_of(partial(session.read_resource, uri))
         assert hidden == f"Unknown resource: {uri}"
     assert await _error_of(lambda: session.read_resource("c://hello")) == "Unknown resource: c://hello"
     with warnings.catch_warnings():  # removed as of 2026-07-28; handshake clients still use it
