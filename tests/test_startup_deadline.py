@@ -135,7 +135,7 @@ async def test_bridge_tool_call_does_not_wait_for_broken_servers(tmp_path: Path)
         async with stdio_hub(config) as session:
             await _scenario_delay(time.monotonic())
             started = time.monotonic()
-            result = await call(session, 
+            result = await call(session,
                 "tool_call", {"name": "healthy_echo", "arguments": {"text": "bridged"}})
             assert time.monotonic() - started < 1.0
             assert _text(result) == "bridged"
