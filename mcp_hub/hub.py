@@ -35,6 +35,7 @@ from mcp_hub.plugins import HookManager, PluginContext, load_plugins
 from mcp_hub.redact import add_secrets, redact
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as global_registry
+from mcp_hub.roots import ClientRoots
 from mcp_hub.startup import StartupGate
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
 from mcp_hub.toolsets import register_composite, resolve_profile, unregister_composite
@@ -91,6 +92,10 @@ class Hub:
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
         self._bridge_active: dict[str | None, bool] = {}
         self._catalog_cache: tuple[list[dict[str, Any]], dict[str, str], int] | None = None
+        #: The roots/list answer for upstreams asking outside a call (mcp_hub.roots).
+        self.roots = ClientRoots(self.sessions.connections, self._file_roots,
+                                 self.upstreams.roots_changed)
+        self.upstreams.roots_provider = self.roots.answer
         #: Resource subscriptions: uri -> connections that asked for it.
         self.resource_subscribers: dict[str, list[Any]] = {}
 
@@ -156,6 +161,18 @@ class Hub:
             await self.startup.wait_lists()
         else:
             await self.upstreams.wait_ready(timeout)
+
+    def _file_roots(self) -> list[str]:
+        """``[builtins.file] roots`` as absolute paths (relative ones: from the config's folder)."""
+        source = self.config.source
+        base = Path(source).parent if source is not None else Path.cwd()
+        return [str(base / Path(raw).expanduser()) for raw in self.config.builtins.file.roots]
+
+    def watch_client_roots(self, connection: Any) -> None:
+        """Ask a client for its roots in the background (its handshake ended, or its
+        roots changed); upstreams hear of a changed answer."""
+        if self._tg is not None:
+            self._tg.start_soon(self.roots.refresh, connection)
 
     # ------------------------------------------------------------------ reload
     async def reload(self, new: HubConfig | None = None) -> bool:

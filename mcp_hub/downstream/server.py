@@ -67,6 +67,12 @@ def _track(hub: Hub, ctx: Ctx) -> Any:
     return conn
 
 
+def _watch_roots(hub: Hub, ctx: Ctx) -> None:
+    """Fetch a handshake-era client's roots (the only era where the hub may ask)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        hub.watch_client_roots(connection_of(ctx))
+
+
 async def _drop_subscriber(hub: Hub, uri: str, conn: Any) -> None:
     subs = hub.resource_subscribers.get(uri)
     if subs is None or conn not in subs:
@@ -172,6 +178,10 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
 
     async def initialized(ctx: Ctx, params: types.NotificationParams) -> None:
         _track(hub, ctx)
+        _watch_roots(hub, ctx)
+
+    async def roots_changed(ctx: Ctx, params: types.NotificationParams) -> None:
+        _watch_roots(hub, ctx)
 
     server = HubServer(
         hub.config.hub.name if profile is None else f"{hub.config.hub.name}/{profile}",
@@ -197,5 +207,8 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler(
         "notifications/initialized", types.NotificationParams, initialized
+    )
+    server.add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, roots_changed
     )
     return server

@@ -10,7 +10,8 @@ Tools:
 It also records, in the same file: ``roots <json>`` with the answer (or error) to
 a ``roots/list`` request it sends the client after ``notifications/initialized``
 when ``PLAIN_ASK_ROOTS`` is set, and ``roots_changed`` for every
-``notifications/roots/list_changed``. It writes its pid to ``PLAIN_PID_FILE``
+``notifications/roots/list_changed`` (after which it asks ``roots/list`` again,
+when ``PLAIN_ASK_ROOTS`` is set). It writes its pid to ``PLAIN_PID_FILE``
 (one line per process) when set, so a test can check it is gone.
 """
 
@@ -39,12 +40,21 @@ def send(message: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
+_asked = [0]
+
+
+def ask_roots() -> None:
+    if os.environ.get("PLAIN_ASK_ROOTS"):
+        _asked[0] += 1
+        send({"jsonrpc": "2.0", "id": f"roots-{_asked[0]}", "method": "roots/list"})
+
+
 def handle(message: dict[str, object]) -> None:
     method = message.get("method")
     params = message.get("params") or {}
     assert isinstance(params, dict)
     if method is None:
-        if message.get("id") == "roots-1":
+        if str(message.get("id")).startswith("roots-"):
             record("roots " + json.dumps(message.get("result", message.get("error"))))
         return
     if "id" not in message:
@@ -52,8 +62,9 @@ def handle(message: dict[str, object]) -> None:
             record(f"cancelled {params.get('requestId')}")
         elif method == "notifications/roots/list_changed":
             record("roots_changed")
-        elif method == "notifications/initialized" and os.environ.get("PLAIN_ASK_ROOTS"):
-            send({"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"})
+            ask_roots()
+        elif method == "notifications/initialized":
+            ask_roots()
         return
     result: dict[str, object]
     if method == "initialize":
