@@ -95,6 +95,8 @@ class HubSettings(_Model):
     tool_name_separator: str = Field(default="_", pattern=r"^[A-Za-z0-9_-]{0,3}$")
     max_tool_name_length: int = Field(default=64, ge=16, le=256)
     startup_timeout: float = Field(default=15.0, ge=0)
+    #: On SIGTERM/SIGINT, how long calls in flight may still run before they are cancelled.
+    drain_seconds: float = Field(default=10.0, ge=0)
     allow_tool_override: bool = False
     state_dir: str | None = None
     log_level: Literal["debug", "info", "warning", "error"] = "info"

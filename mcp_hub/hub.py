@@ -28,6 +28,7 @@ from mcp_hub.context import CallContext
 from mcp_hub.discovery import discover_builtin_tools
 from mcp_hub.downstream.call_context import below_level
 from mcp_hub.downstream.sessions import ChangeKind, SessionTracker
+from mcp_hub.drain import Drain
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.metrics import Metrics
 from mcp_hub.pipeline import handle_function_call
@@ -92,6 +93,8 @@ class Hub:
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
         self._bridge_active: dict[str | None, bool] = {}
         self._catalog_cache: tuple[list[dict[str, Any]], dict[str, str], int] | None = None
+        #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
+        self.drain = Drain()
         #: The roots/list answer for upstreams asking outside a call (mcp_hub.roots).
         self.roots = ClientRoots(self.sessions.connections, self._file_roots,
                                  self.upstreams.roots_changed)
@@ -350,7 +353,21 @@ class Hub:
         self, name: str, arguments: dict[str, Any] | None, call: CallContext | None = None,
         *, profile: str | None = None,
     ) -> types.CallToolResult:
-        """Run one tool call through the whole pipeline; record metrics."""
+        """Run one tool call through the whole pipeline; record metrics.
+
+        While the hub drains (mcp_hub.drain) a new call is refused, and a call still
+        running at the end of the drain period ends with an error result.
+        """
+        if self.drain.draining:
+            return self.drain.refused(name)
+        with self.drain.call():
+            return await self._call_tool(name, arguments, call, profile=profile)
+        return self.drain.cancelled(name)
+
+    async def _call_tool(
+        self, name: str, arguments: dict[str, Any] | None, call: CallContext | None,
+        *, profile: str | None,
+    ) -> types.CallToolResult:
         # Right after start, a call waits only for the servers that could provide the
         # name, and never past the start-up deadline (mcp_hub.startup).
         await self.startup.before_call(name, arguments, self.bridge.handles(name))

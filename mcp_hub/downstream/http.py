@@ -37,6 +37,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.config import HttpConfig
+from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.jsonrpc import request_id_of
 from mcp_hub.downstream.server import HubServer, build_server
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
@@ -319,6 +320,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http)
     return app
