@@ -69,6 +69,10 @@ class HttpConfig(_Model):
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     max_sessions: int = Field(default=1000, ge=1)
     session_idle_timeout: float = Field(default=3600.0, gt=0)
+    #: How long a call whose response stream dropped waits for its client to resume it.
+    resume_grace_seconds: float = Field(default=30.0, ge=0)
+    #: Bound of the in-memory event store that resumed streams are replayed from.
+    event_store_max_events: int = Field(default=10_000, ge=100)
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
 
     @field_validator("auth_tokens")

@@ -27,6 +27,7 @@ from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.discovery import discover_builtin_tools
 from mcp_hub.downstream.call_context import below_level
+from mcp_hub.downstream.open_calls import OpenCalls
 from mcp_hub.downstream.sessions import ChangeKind, SessionTracker
 from mcp_hub.drain import Drain
 from mcp_hub.errors import ConfigError, UnknownToolError
@@ -95,6 +96,8 @@ class Hub:
         self._catalog_cache: tuple[list[dict[str, Any]], dict[str, str], int] | None = None
         #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
         self.drain = Drain()
+        #: Calls by (HTTP session, request id), for cancelling undeliverable ones.
+        self.open_calls = OpenCalls()
         #: The roots/list answer for upstreams asking outside a call (mcp_hub.roots).
         self.roots = ClientRoots(self.sessions.connections, self._file_roots,
                                  self.upstreams.roots_changed)

@@ -23,6 +23,7 @@ import logging
 import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -38,7 +39,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.draining import DrainGuard
+from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.jsonrpc import request_id_of
+from mcp_hub.downstream.resume import DroppedStreamWatcher, ResumableSessionManager, Resumption
 from mcp_hub.downstream.server import HubServer, build_server
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
 from mcp_hub.hub import Hub
@@ -257,8 +260,11 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     servers: dict[str | None, HubServer] = {None: build_server(hub)}
     for name in hub.config.profiles:
         servers[name] = build_server(hub, name)
+    resumption = Resumption(BoundedEventStore(http.event_store_max_events), hub.open_calls,
+                            http.resume_grace_seconds)
     managers: dict[str | None, StreamableHTTPSessionManager] = {
-        name: StreamableHTTPSessionManager(
+        name: (StreamableHTTPSessionManager if stateless else partial(
+            ResumableSessionManager, resumption=resumption))(
             app=server,
             stateless=stateless,
             security_settings=security,
@@ -293,7 +299,9 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         return PlainTextResponse(body, media_type="text/plain; version=0.0.4")
 
     async def status_json(request: Request) -> Response:
-        return Response(json.dumps(hub.status(), default=str), media_type="application/json")
+        status = hub.status()
+        status["resumption"] = resumption.stats()
+        return Response(json.dumps(status, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
         return HTMLResponse(STATUS_PAGE_HTML)
@@ -315,11 +323,13 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(resumption.running())
             for manager in managers.values():
                 await stack.enter_async_context(manager.run())
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(DroppedStreamWatcher, resumption=resumption)
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http)

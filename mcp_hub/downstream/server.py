@@ -97,10 +97,16 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         return types.ListToolsResult(tools=hub.list_tools(profile))
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        _track(hub, ctx)
+        conn = _track(hub, ctx)
         # Hub.call_tool applies the start-up rules (no wait for a registered tool).
         call = SessionCallContext(ctx, params.name, hub)
-        return await hub.call_tool(params.name, params.arguments, call, profile=profile)
+        # Over Streamable HTTP, a call whose answer cannot be delivered any more is
+        # cancelled (mcp_hub.downstream.resume).
+        with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
+            return await hub.call_tool(params.name, params.arguments, call, profile=profile)
+        return types.CallToolResult(
+            content=[types.TextContent(text="the client went away; the call was cancelled")],
+            is_error=True)
 
     async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(hub, ctx)
