@@ -214,3 +214,50 @@ async def test_bounded_store_evicts_oldest_and_never_replays_across_sessions() -
     first_streams = store.streams
     store.forget(first)
     assert len(store) == 0 and store.streams == 0 < first_streams
+
+
+async def test_sse_connection_closing_cancels_its_calls_upstream(tmp_path: Path) -> None:
+    """Legacy SSE cannot resume: the connection closing is the end of its calls."""
+    with anyio.fail_after(90):
+        async with http_hub(_config(tmp_path), tmp_path) as hub, httpx2.AsyncClient(
+                timeout=httpx2.Timeout(30)) as http:
+            async with http.stream("GET", f"{hub.base}/sse") as stream:
+                events = _events(stream)
+                _, endpoint = await events.__anext__()
+                url = f"{hub.base}{endpoint}"
+                for body in (
+                    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                        "protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "sse", "version": "1"}}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    _call(1, "work_hang", {}),
+                ):
+                    assert (await http.post(url, json=body)).status_code == 202
+                while "called hang" not in _marker(tmp_path):  # bounded by fail_after
+                    await anyio.sleep(0.05)
+            closed_at = time.monotonic()  # the GET stream is closed: no DELETE, no cancel
+            while "cancelled" not in _marker(tmp_path):
+                await anyio.sleep(0.05)
+            # The window of a stream that cannot be resumed is zero: within 0 + 2 s.
+            assert time.monotonic() - closed_at <= 2.0
+
+
+async def test_a_session_ending_cancels_its_calls_upstream(tmp_path: Path) -> None:
+    config = _config(tmp_path, http="")
+    config.write_text(config.read_text().replace(f"resume_grace_seconds = {GRACE}",
+                                                 "resume_grace_seconds = 600"))
+    with anyio.fail_after(90):
+        async with http_hub(config, tmp_path) as hub, httpx2.AsyncClient(
+                timeout=httpx2.Timeout(30)) as http:
+            session = await _open_session(http, hub.mcp_url)
+            async with http.stream("POST", hub.mcp_url, headers=_headers(session),
+                                   json=_call(3, "work_hang", {})) as r:
+                async for _ in _events(r):
+                    break
+            while "called hang" not in _marker(tmp_path):  # bounded by fail_after
+                await anyio.sleep(0.05)
+            # The stream dropped and the window is long, but the session ends now.
+            deleted = await http.delete(hub.mcp_url, headers=_headers(session))
+            assert deleted.status_code == 200
+            while "cancelled" not in _marker(tmp_path):
+                await anyio.sleep(0.05)
