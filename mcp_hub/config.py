@@ -73,6 +73,8 @@ class HttpConfig(_Model):
     resume_grace_seconds: float = Field(default=30.0, ge=0)
     #: Bound of the in-memory event store that resumed streams are replayed from.
     event_store_max_events: int = Field(default=10_000, ge=100)
+    #: ... and of the bytes of the responses it holds.
+    event_store_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024 * 1024)
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
 
     @field_validator("auth_tokens")

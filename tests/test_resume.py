@@ -261,3 +261,21 @@ async def test_a_session_ending_cancels_its_calls_upstream(tmp_path: Path) -> No
             assert deleted.status_code == 200
             while "cancelled" not in _marker(tmp_path):
                 await anyio.sleep(0.05)
+
+
+async def test_bounded_store_keeps_response_bytes_bounded_and_drops_delivered_streams() -> None:
+    from mcp.types import JSONRPCResponse
+
+    store = BoundedEventStore(10_000, max_bytes=50_000)
+    view = store.view()
+    store.bind(view, "s")
+    big = JSONRPCResponse(jsonrpc="2.0", id=1, result={"text": "x" * 10_000})
+    for stream in range(100):
+        await view.store_event(str(stream), big)
+        assert store.bytes <= 50_000
+    assert len(store) <= 5
+    kept = store.streams
+    store.delivered("s", "99")
+    assert store.streams == kept - 1
+    store.delivered("other-session", "98")  # another session's stream ids are not its own
+    assert store.streams == kept - 1

@@ -4,8 +4,13 @@ A client of the 2025 protocol era whose POST response stream drops can open
 ``GET /mcp`` with ``Last-Event-ID`` and receive what it missed — the answer to
 its call included. The SDK transport stores every message it sends through an
 :class:`~mcp.server.streamable_http.EventStore`; this one keeps them in memory
-under one global bound (``hub.http.event_store_max_events``): when full, the
-oldest event goes, whatever its session. It never grows past the bound.
+under global bounds: at most ``hub.http.event_store_max_events`` events, and at
+most ``hub.http.event_store_max_bytes`` of responses (the messages that can be
+big; each is measured once, as JSON). When either is reached the oldest event
+goes, whatever its session: the store never grows past its bounds. The events
+of a stream whose answer was delivered are dropped at once (nobody resumes a
+finished stream), so in practice the store holds little more than the streams
+that dropped.
 
 Each session writes through its own :class:`SessionEvents` view, and a replay
 only ever returns events of the session that asks: event ids are hub-wide
@@ -18,8 +23,9 @@ import itertools
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
+import pydantic_core
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
-from mcp.types import JSONRPCMessage
+from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 
 __all__ = ["BoundedEventStore", "SessionEvents"]
 
@@ -46,11 +52,16 @@ _Key = tuple[SessionEvents, StreamId]
 class BoundedEventStore:
     """The events of every session, at most ``max_events`` of them, oldest evicted first."""
 
-    def __init__(self, max_events: int) -> None:
-        if max_events < 1:
-            raise ValueError("max_events must be at least 1")
+    def __init__(self, max_events: int, max_bytes: int = 64 * 1024 * 1024) -> None:
+        if max_events < 1 or max_bytes < 1:
+            raise ValueError("the bounds must be positive")
         self.max_events = max_events
-        self._events: OrderedDict[EventId, tuple[_Key, JSONRPCMessage | None]] = OrderedDict()
+        self.max_bytes = max_bytes
+        #: Bytes of the responses held (other messages are small and counted by number).
+        self.bytes = 0
+        self._events: OrderedDict[EventId, tuple[_Key, JSONRPCMessage | None, int]] = (
+            OrderedDict())
+        self._sessions: dict[str, SessionEvents] = {}
         self._streams: dict[_Key, deque[EventId]] = {}
         self._ids = itertools.count(1)
         #: Called with (session id, stream id) when a client resumes a stream.
@@ -66,19 +77,41 @@ class BoundedEventStore:
     def view(self) -> SessionEvents:
         return SessionEvents(self)
 
+    def bind(self, view: SessionEvents, session_id: str) -> None:
+        """The session manager assigned ``session_id`` to the session writing through ``view``."""
+        view.session_id = session_id
+        self._sessions[session_id] = view
+
     def add(self, owner: SessionEvents, stream_id: StreamId, message: JSONRPCMessage | None
             ) -> EventId:
         event_id = str(next(self._ids))
         key = (owner, stream_id)
-        self._events[event_id] = (key, message)
+        size = len(pydantic_core.to_json(message)) if isinstance(
+            message, JSONRPCResponse | JSONRPCError) else 0
+        self._events[event_id] = (key, message, size)
+        self.bytes += size
         self._streams.setdefault(key, deque()).append(event_id)
-        while len(self._events) > self.max_events:
-            _, (old_key, _) = self._events.popitem(last=False)
+        while len(self._events) > self.max_events or (
+                self.bytes > self.max_bytes and len(self._events) > 1):
+            _, (old_key, _, old_size) = self._events.popitem(last=False)
+            self.bytes -= old_size
             ids = self._streams[old_key]
             ids.popleft()  # events leave in the order they came: it is the stream's first
             if not ids:
                 del self._streams[old_key]
         return event_id
+
+    def _drop_stream(self, key: _Key) -> None:
+        for event_id in self._streams.pop(key, ()):
+            found = self._events.pop(event_id, None)
+            if found is not None:
+                self.bytes -= found[2]
+
+    def delivered(self, session_id: str, stream_id: StreamId) -> None:
+        """A stream ended with its answer sent: nobody will resume it, drop its events."""
+        view = self._sessions.get(session_id)
+        if view is not None:
+            self._drop_stream((view, stream_id))
 
     def stream_of(self, owner_session: str | None, event_id: EventId) -> StreamId | None:
         """The stream ``event_id`` belongs to, if it is still stored for that session."""
@@ -105,6 +138,7 @@ class BoundedEventStore:
 
     def forget(self, owner: SessionEvents) -> None:
         """Drop every event of a session that has ended."""
+        if owner.session_id is not None:
+            self._sessions.pop(owner.session_id, None)
         for key in [k for k in self._streams if k[0] is owner]:
-            for event_id in self._streams.pop(key):
-                self._events.pop(event_id, None)
+            self._drop_stream(key)

@@ -260,8 +260,9 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     servers: dict[str | None, HubServer] = {None: build_server(hub)}
     for name in hub.config.profiles:
         servers[name] = build_server(hub, name)
-    resumption = Resumption(BoundedEventStore(http.event_store_max_events), hub.open_calls,
-                            http.resume_grace_seconds)
+    resumption = Resumption(
+        BoundedEventStore(http.event_store_max_events, http.event_store_max_bytes),
+        hub.open_calls, http.resume_grace_seconds)
     managers: dict[str | None, StreamableHTTPSessionManager] = {
         name: (StreamableHTTPSessionManager if stateless else partial(
             ResumableSessionManager, resumption=resumption))(

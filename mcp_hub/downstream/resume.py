@@ -67,6 +67,7 @@ class Resumption:
     def stats(self) -> dict[str, int | float]:
         """For ``/status.json``: the event store's use and bound, the open windows."""
         return {"events": len(self.events), "max_events": self.events.max_events,
+                "bytes": self.events.bytes, "max_bytes": self.events.max_bytes,
                 "streams": self.events.streams, "grace_windows": len(self._windows),
                 "grace_seconds": self.grace}
 
@@ -129,7 +130,7 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
         transport = super()._admit_session(requestor)
         view, self._fresh = self._fresh, None
         if transport is not None and view is not None and transport.mcp_session_id:
-            view.session_id = transport.mcp_session_id
+            self._resumption.events.bind(view, transport.mcp_session_id)
             self._views[transport.mcp_session_id] = view
         return transport
 
@@ -218,3 +219,5 @@ class DroppedStreamWatcher:
         finally:
             if state["stream"] and not state["ended"]:
                 self.resumption.dropped(session_id, stream_id)
+            elif state["ended"]:
+                self.resumption.events.delivered(session_id, stream_id)
