@@ -125,3 +125,21 @@ async def test_server_everything_gets_roots_without_error(tmp_path: Path) -> Non
     text = log.read_text()
     assert "cannot relay roots/list" not in text
     assert "Failed to request roots" not in text
+
+
+async def test_a_client_changing_its_roots_makes_upstreams_ask_again(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    config = plain_config(tmp_path, marker)
+    current = [CLIENT_ROOT]
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=u) for u in current])  # type: ignore[misc]
+
+    with anyio.fail_after(60):
+        async with stdio_hub(config, list_roots_callback=roots) as session:
+            await wait_for(lambda: any(CLIENT_ROOT in json.dumps(a) for a in answers(marker)))
+            current[:] = ["file:///srv/other"]
+            await session.send_notification(types.RootsListChangedNotification())
+            await wait_for(lambda: any("file:///srv/other" in json.dumps(a)
+                                       for a in answers(marker)))
+            assert CLIENT_ROOT not in json.dumps(answers(marker)[-1])
