@@ -210,6 +210,7 @@ class Hub:
         self._tools_cache.clear()
         self._catalog_cache = None
         await self.upstreams.apply_config(new)
+        await self.roots.changed()  # the configured file roots may be what upstreams see
         self.registry.invalidate_check_fn_cache()
         self.sessions.changed("tools")
         logger.info("config reloaded from %s", new.source or "(memory)")
