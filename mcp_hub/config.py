@@ -78,6 +78,12 @@ class HttpConfig(_Model):
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     max_sessions: int = Field(default=1000, ge=1)
     session_idle_timeout: float = Field(default=3600.0, gt=0)
+    #: How long a call whose response stream dropped waits for its client to resume it.
+    resume_grace_seconds: float = Field(default=30.0, ge=0)
+    #: Bound of the in-memory event store that resumed streams are replayed from.
+    event_store_max_events: int = Field(default=10_000, ge=100)
+    #: ... and of the bytes of the responses it holds.
+    event_store_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024 * 1024)
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
     #: Sessions that only sent ``initialize`` are closed after this many seconds.
     session_init_timeout: float = Field(default=30.0, gt=0)
@@ -116,6 +122,8 @@ class HubSettings(_Model):
     tool_name_separator: str = Field(default="_", pattern=r"^[A-Za-z0-9_-]{0,3}$")
     max_tool_name_length: int = Field(default=64, ge=16, le=256)
     startup_timeout: float = Field(default=15.0, ge=0)
+    #: On SIGTERM/SIGINT, how long calls in flight may still run before they are cancelled.
+    drain_seconds: float = Field(default=10.0, ge=0)
     allow_tool_override: bool = False
     state_dir: str | None = None
     log_level: Literal["debug", "info", "warning", "error"] = "info"

@@ -28,7 +28,9 @@ from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.discovery import discover_builtin_tools
 from mcp_hub.downstream.call_context import below_level
+from mcp_hub.downstream.open_calls import OpenCalls
 from mcp_hub.downstream.sessions import ChangeKind, SessionTracker
+from mcp_hub.drain import Drain
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.metrics import Metrics
 from mcp_hub.pipeline import handle_function_call
@@ -36,6 +38,7 @@ from mcp_hub.plugins import HookManager, PluginContext, load_plugins
 from mcp_hub.redact import add_secrets, redact
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as global_registry
+from mcp_hub.roots import ClientRoots
 from mcp_hub.startup import StartupGate
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
 from mcp_hub.toolsets import register_composite, unregister_composite
@@ -95,6 +98,14 @@ class Hub:
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
         self._bridge_active: dict[Caller, bool] = {}
         self._catalog_cache: dict[Caller, tuple[list[dict[str, Any]], dict[str, str], int]] = {}
+        #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
+        self.drain = Drain()
+        #: Calls by (HTTP session, request id), for cancelling undeliverable ones.
+        self.open_calls = OpenCalls()
+        #: The roots/list answer for upstreams asking outside a call (mcp_hub.roots).
+        self.roots = ClientRoots(self.sessions.connections, self._file_roots,
+                                 self.upstreams.roots_changed)
+        self.upstreams.roots_provider = self.roots.answer
         #: Resource subscriptions: uri -> connections that asked for it.
         self.resource_subscribers: dict[str, list[Any]] = {}
 
@@ -161,6 +172,18 @@ class Hub:
         else:
             await self.upstreams.wait_ready(timeout)
 
+    def _file_roots(self) -> list[str]:
+        """``[builtins.file] roots`` as absolute paths (relative ones: from the config's folder)."""
+        source = self.config.source
+        base = Path(source).parent if source is not None else Path.cwd()
+        return [str(base / Path(raw).expanduser()) for raw in self.config.builtins.file.roots]
+
+    def watch_client_roots(self, connection: Any) -> None:
+        """Ask a client for its roots in the background (its handshake ended, or its
+        roots changed); upstreams hear of a changed answer."""
+        if self._tg is not None:
+            self._tg.start_soon(self.roots.refresh, connection)
+
     # ------------------------------------------------------------------ reload
     async def reload(self, new: HubConfig | None = None) -> bool:
         """Apply a new config (re-read from the same file when ``new`` is None).
@@ -192,6 +215,7 @@ class Hub:
         self._tools_cache.clear()
         self._catalog_cache.clear()
         await self.upstreams.apply_config(new)
+        await self.roots.changed()  # the configured file roots may be what upstreams see
         self.registry.invalidate_check_fn_cache()
         self.sessions.changed("tools")
         logger.info("config reloaded from %s", new.source or "(memory)")
@@ -352,9 +376,20 @@ class Hub:
         """Run one tool call through the whole pipeline for a caller (or profile); record metrics.
 
         A name the caller may not reach fails exactly like a name that does not exist,
-        directly and through the bridge's ``tool_call``.
+        directly and through the bridge's ``tool_call``. While the hub drains
+        (mcp_hub.drain) a new call is refused, and a call still running at the end of
+        the drain period ends with an error result.
         """
-        caller = as_caller(profile)
+        if self.drain.draining:
+            return self.drain.refused(name)
+        with self.drain.call():
+            return await self._call_tool(name, arguments, call, caller=as_caller(profile))
+        return self.drain.cancelled(name)
+
+    async def _call_tool(
+        self, name: str, arguments: dict[str, Any] | None, call: CallContext | None,
+        *, caller: Caller,
+    ) -> types.CallToolResult:
         # Right after start, a call waits only for the servers that could provide the
         # name, and never past the start-up deadline (mcp_hub.startup).
         await self.startup.before_call(name, arguments, self.bridge.handles(name))

@@ -95,8 +95,9 @@ class HttpHub:
 
 @asynccontextmanager
 async def http_hub(config: Path, tmp: Path, *extra_args: str,
-                   timeout: float = 30) -> AsyncIterator[HttpHub]:  # noqa: ASYNC109
-    """Start ``mcp-hub serve --transport http --port 0`` and wait until /readyz is 200."""
+                   timeout: float = 30, probe: str = "/readyz") -> AsyncIterator[HttpHub]:  # noqa: ASYNC109
+    """Start ``mcp-hub serve --transport http --port 0`` and wait until ``probe`` is 200
+    (``/healthz`` to start using it before the upstreams are ready)."""
     port_file = tmp / f"port-{os.getpid()}-{id(config)}-{len(extra_args)}"
     port_file.unlink(missing_ok=True)
     stderr_path = tmp / f"hub-stderr-{port_file.name}.log"
@@ -118,7 +119,7 @@ async def http_hub(config: Path, tmp: Path, *extra_args: str,
             async with httpx2.AsyncClient() as client:
                 while True:
                     try:
-                        r = await client.get(f"{hub.base}/readyz")
+                        r = await client.get(f"{hub.base}{probe}")
                         if r.status_code == 200:
                             break
                     except httpx2.TransportError:

@@ -26,6 +26,7 @@ import logging
 import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
@@ -39,9 +40,12 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.config import HttpConfig
+from mcp_hub.downstream.draining import DrainGuard
+from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
 from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
+from mcp_hub.downstream.resume import DroppedStreamWatcher, ResumableSessionManager, Resumption
 from mcp_hub.downstream.server import HubServer, build_server
 from mcp_hub.downstream.session_pool import PooledSessionManager, SessionPool
 from mcp_hub.downstream.sse_routes import sse_endpoints
@@ -247,6 +251,10 @@ def _security(bind_host: str, http: HttpConfig) -> TransportSecuritySettings:
     return HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins).sdk_settings()
 
 
+class _HubSessionManager(PooledSessionManager, ResumableSessionManager):
+    """Sessions under the one global cap (session_pool) whose dropped streams resume (resume)."""
+
+
 def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False) -> Starlette:
     """Build the Starlette app serving ``hub`` over Streamable HTTP and SSE."""
     security = _security(host, http)
@@ -255,8 +263,12 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         servers[name] = build_server(hub, name)
     # One session cap for every endpoint; at the cap the LRU idle session is evicted.
     pool = SessionPool(http.max_sessions, http.session_init_timeout)
+    resumption = Resumption(
+        BoundedEventStore(http.event_store_max_events, http.event_store_max_bytes),
+        hub.open_calls, http.resume_grace_seconds)
     managers: dict[str | None, StreamableHTTPSessionManager] = {
-        name: PooledSessionManager(
+        name: (PooledSessionManager if stateless else partial(
+            _HubSessionManager, resumption=resumption))(
             server,
             pool=pool,
             endpoint="/mcp" if name is None else f"/p/{name}/mcp",
@@ -289,6 +301,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     async def status_json(request: Request) -> Response:
         body = hub.status()
         body["http_sessions"] = pool.describe()
+        body["resumption"] = resumption.stats()
         return Response(json.dumps(body, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
@@ -310,11 +323,14 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(resumption.running())
             for manager in managers.values():
                 await stack.enter_async_context(manager.run())
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(DroppedStreamWatcher, resumption=resumption)
+    app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http)
     return app

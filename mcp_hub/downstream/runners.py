@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import socket
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import anyio.abc
 
 from mcp_hub import runtime
 from mcp_hub.config import HubConfig
+from mcp_hub.downstream.draining import drain_on_signals
 from mcp_hub.downstream.fastpath import StdioFastPath
 from mcp_hub.downstream.instructions import FirstRequestGate, hub_instructions
 from mcp_hub.downstream.server import build_server
@@ -33,15 +32,8 @@ __all__ = ["serve_http", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
-GRACEFUL_SECONDS = 10
-
-
-async def _cancel_on_signals(scope: anyio.CancelScope) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            logger.info("received %s: shutting down", signal.Signals(signum).name)
-            scope.cancel()
-            return
+#: After the drain (mcp_hub.drain), how long uvicorn waits for connections still open.
+GRACEFUL_SECONDS = 2
 
 
 async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
@@ -50,7 +42,8 @@ async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
     async with Hub(config) as hub:
         server = build_server(hub, profile)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_cancel_on_signals, tg.cancel_scope)
+            tg.start_soon(drain_on_signals, hub.drain, config.hub.drain_seconds,
+                          tg.cancel_scope.cancel)
             _start_reloaders(hub, tg)
             def fast_path(send_raw: Any, tg: anyio.abc.TaskGroup) -> StdioFastPath:
                 return StdioFastPath(hub, profile, send_raw, tg)
@@ -68,10 +61,11 @@ async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
 
 
 def _uvicorn_server(config: Any) -> Any:
-    """uvicorn's server, minus re-raising the stop signal after a graceful shutdown.
+    """uvicorn's server, minus its own handling of SIGINT/SIGTERM.
 
-    uvicorn re-raises SIGINT/SIGTERM once it has drained, which would kill the
-    process before the Hub closes its upstreams; the hub exits normally instead.
+    The hub drains first (:func:`drain_on_signals`) and then sets ``should_exit``;
+    uvicorn would otherwise stop at once and re-raise the signal after its own
+    shutdown, killing the process before the Hub closes its upstreams.
     (uvicorn is imported here so that serving stdio never pays for it.)
     """
     import uvicorn
@@ -79,16 +73,7 @@ def _uvicorn_server(config: Any) -> Any:
     class _Server(uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            handled = (signal.SIGINT, signal.SIGTERM)
-            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-            try:
-                yield
-            finally:
-                for sig, handler in original.items():
-                    signal.signal(sig, handler)
+            yield
 
     return _Server(config)
 
@@ -161,5 +146,10 @@ async def serve_http(
             await anyio.Path(port_file).write_text(str(actual_port))
         async with anyio.create_task_group() as tg:
             _start_reloaders(hub, tg)
+
+            def stop() -> None:
+                server.should_exit = True
+
+            tg.start_soon(drain_on_signals, hub.drain, config.hub.drain_seconds, stop)
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()

@@ -70,6 +70,12 @@ def _track(hub: Hub, ctx: Ctx) -> Any:
     return conn
 
 
+def _watch_roots(hub: Hub, ctx: Ctx) -> None:
+    """Fetch a handshake-era client's roots (the only era where the hub may ask)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        hub.watch_client_roots(connection_of(ctx))
+
+
 async def _drop_subscriber(hub: Hub, uri: str, conn: Any) -> None:
     subs = hub.resource_subscribers.get(uri)
     if subs is None or conn not in subs:
@@ -97,10 +103,16 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         return types.ListToolsResult(tools=hub.list_tools(caller))
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        _track(hub, ctx)
+        conn = _track(hub, ctx)
         # Hub.call_tool applies the start-up rules (no wait for a registered tool).
         call = SessionCallContext(ctx, params.name, hub)
-        return await hub.call_tool(params.name, params.arguments, call, profile=caller)
+        # Over Streamable HTTP, a call whose answer cannot be delivered any more is
+        # cancelled (mcp_hub.downstream.resume).
+        with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
+            return await hub.call_tool(params.name, params.arguments, call, profile=caller)
+        return types.CallToolResult(
+            content=[types.TextContent(text="the client went away; the call was cancelled")],
+            is_error=True)
 
     async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(hub, ctx)
@@ -185,6 +197,10 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
 
     async def initialized(ctx: Ctx, params: types.NotificationParams) -> None:
         _track(hub, ctx)
+        _watch_roots(hub, ctx)
+
+    async def roots_changed(ctx: Ctx, params: types.NotificationParams) -> None:
+        _watch_roots(hub, ctx)
 
     server = HubServer(
         hub.config.hub.name if profile is None else f"{hub.config.hub.name}/{profile}",
@@ -211,5 +227,8 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler(
         "notifications/initialized", types.NotificationParams, initialized
+    )
+    server.add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, roots_changed
     )
     return server

@@ -103,6 +103,8 @@ class ConnectionHooks:
     client_version: str = "0.1.0"
     #: Tool pins (trust on first use); None when pinning is unavailable.
     pins: PinStore | None = None
+    #: The hub's own answer to a ``roots/list`` no downstream call can take (mcp_hub.roots).
+    roots: Callable[[], types.ListRootsResult] | None = None
 
 
 @dataclass(slots=True)
@@ -541,6 +543,17 @@ class ServerConnection:
         except MCPError as exc:
             self.log.warning("upstream %s: %s failed: %s", self.name, request.method,
                            redact(exc.message))
+
+    async def notify_roots_changed(self) -> None:
+        """Send ``notifications/roots/list_changed`` on the live session, if any."""
+        session = self._live()
+        if session is None:
+            return
+        try:
+            await session.send_notification(types.RootsListChangedNotification())
+        except Exception as exc:
+            self.log.debug("upstream %s: roots/list_changed not sent: %s", self.name,
+                           _error_text(exc))
 
     def supports(self, feature: str) -> bool:
         caps = self.capabilities
@@ -1016,6 +1029,9 @@ class ServerConnection:
     ) -> types.ListRootsResult | types.ErrorData:
         record = self._route(lambda c: c.can_list_roots)
         if record is None or record.call is None:
+            if self.hooks.roots is not None:
+                # Outside a call (or for a client without roots): the hub answers.
+                return self.hooks.roots()
             return self._no_client("roots/list", "roots")
         call = record.call
         return await self._relay(record, "roots/list", call.list_roots)

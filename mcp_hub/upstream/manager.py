@@ -89,6 +89,8 @@ class UpstreamManager:
         self.on_resource_updated = on_resource_updated
         self.on_log = on_log
         self._log_level: types.LoggingLevel | None = None
+        #: What an upstream's roots/list outside any call is answered with (set by the Hub).
+        self.roots_provider: Callable[[], types.ListRootsResult] | None = None
         self._connections: dict[str, ServerConnection] = {}
         self._order: dict[str, int] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -112,7 +114,19 @@ class UpstreamManager:
             client_name=self.config.hub.name,
             client_version=__version__,
             pins=self.pins,
+            roots=self._roots_answer,
         )
+
+    def _roots_answer(self) -> types.ListRootsResult:
+        provider = self.roots_provider
+        return provider() if provider is not None else types.ListRootsResult(roots=[])
+
+    async def roots_changed(self) -> None:
+        """Tell every connected upstream that the roots changed (bounded, never raises)."""
+        with anyio.move_on_after(5):
+            async with anyio.create_task_group() as tg:
+                for conn in list(self._connections.values()):
+                    tg.start_soon(conn.notify_roots_changed)
 
     def _open_pins(self, config: HubConfig) -> PinStore | None:
         """The pin store of ``config``; None (logged) when its file cannot be read."""
