@@ -282,7 +282,7 @@ async def test_many_concurrent_sessions_get_every_response_and_only_their_own(tm
 
     with anyio.fail_after(600 if LOAD_FULL else 120):
         async with serving(tmp_path, echo_server_toml(),
-                           hub="[hub.http]\nmax_sessions = 1000\n") as hub:
+                           hub="[hub.http]\nmax_sessions = 1000\nmax_connections_per_ip = 1000\n") as hub:
             started = anyio.current_time()
             async with anyio.create_task_group() as tg:
                 for n in range(sessions):
