@@ -1,6 +1,6 @@
 """The call pipeline: everything between ``tools/call`` and a tool's handler.
 
-Order (DESIGN §3.6):
+Order (docs/tools.md, "The call pipeline"):
 
 1. coerce the top-level arguments against the tool's input schema;
 2. bridge tools (``tool_search``/``tool_describe``/``tool_call``) are handed to

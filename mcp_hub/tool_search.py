@@ -1,4 +1,4 @@
-"""Progressive disclosure of upstream tools (DESIGN §3.8): the public API.
+"""Progressive disclosure of upstream tools: the public API.
 
 * :func:`plan_exposure` decides what ``tools/list`` shows and builds the bridge
   tools' definitions (``tool_search`` carries a stable catalog);

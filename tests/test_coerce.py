@@ -1,4 +1,4 @@
-"""coerce_tool_args: the forgiving conversions of DESIGN §3.6 step 1."""
+"""coerce_tool_args: the forgiving conversions of the call pipeline's first step."""
 
 from __future__ import annotations
 

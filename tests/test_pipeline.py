@@ -1,4 +1,4 @@
-"""handle_function_call: the order and every rule of DESIGN §3.6."""
+"""handle_function_call: the order and every rule of the call pipeline (docs/tools.md)."""
 
 from __future__ import annotations
 

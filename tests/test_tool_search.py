@@ -1,4 +1,4 @@
-"""Progressive disclosure (DESIGN §3.8): deferral, catalog and the three bridge tools."""
+"""Progressive disclosure: deferral, catalog and the three bridge tools."""
 
 from __future__ import annotations
 
