@@ -17,12 +17,12 @@ import json
 import logging
 import signal
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.drain import Drain
 
 __all__ = ["DrainGuard", "drain_on_signals"]
@@ -88,23 +88,10 @@ class DrainGuard:
             await self.app(scope, receive, send)
             return
         if method == "POST":
-            messages: list[Any] = []
-            chunks: list[bytes] = []
-            more = True
-            while more:
-                message = await receive()
-                messages.append(message)
-                if message["type"] != "http.request":
-                    break
-                chunks.append(message.get("body", b""))
-                more = message.get("more_body", False)
-            if not _is_request(b"".join(chunks)):
-
-                async def replay() -> Any:
-                    return messages.pop(0) if messages else await receive()
-
+            read = await buffer_body(receive)
+            if not _is_request(read.body):
                 with self.drain.hold():
-                    await self.app(scope, replay, send)
+                    await self.app(scope, read.receive, send)
                 return
         body = {"ready": False, "draining": True} if path == "/readyz" else {
             "error": "shutting_down", "error_description": "the hub is shutting down"}

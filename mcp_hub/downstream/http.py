@@ -40,6 +40,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.config import HttpConfig
+from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
@@ -186,33 +187,14 @@ class RequestShapeGuard:
         if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith("/mcp"):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        messages: list[Any] = []
-        while more:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-            if size > self.max_body:
-                break
-        if size <= self.max_body and not more:
-            answer = _shape_error(b"".join(chunks))
+        read = await buffer_body(receive, limit=self.max_body)
+        if read.complete:
+            answer = _shape_error(read.body)
             if answer is not None:
-                await JSONResponse(answer, status_code=400)(scope, receive, send)
+                await JSONResponse(answer, status_code=400)(scope, read.receive, send)
                 return
 
-        async def replay() -> Any:
-            if messages:
-                return messages.pop(0)
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, read.receive, send)
 
 
 def _shape_error(body: bytes) -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ from mcp.server.streamable_http import EventStore, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.event_store import BoundedEventStore, SessionEvents
 from mcp_hub.downstream.open_calls import OpenCalls
 
@@ -156,15 +157,6 @@ def _request_id(body: bytes) -> str | None:
     return str(raw["id"])
 
 
-def _replaying(messages: list[Message], receive: Receive) -> Receive:
-    """``receive`` that first gives back the messages already read."""
-
-    async def replay() -> Message:
-        return messages.pop(0) if messages else await receive()
-
-    return replay
-
-
 class DroppedStreamWatcher:
     """Notices a Streamable HTTP response stream that ended before its answer was sent."""
 
@@ -189,18 +181,9 @@ class DroppedStreamWatcher:
             if last:
                 stream_id = self.resumption.events.stream_of(session_id, last)
         else:
-            messages: list[Message] = []
-            chunks: list[bytes] = []
-            more = True
-            while more:
-                message = await receive()
-                messages.append(message)
-                if message["type"] != "http.request":
-                    break
-                chunks.append(message.get("body", b""))
-                more = message.get("more_body", False)
-            stream_id = _request_id(b"".join(chunks))
-            receive = _replaying(messages, receive)
+            read = await buffer_body(receive)
+            stream_id = _request_id(read.body)
+            receive = read.receive
         if stream_id is None:
             await self.app(scope, receive, send)
             return
