@@ -290,7 +290,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
-    from mcp_hub.pins import cmd_pins_accept, cmd_pins_diff
+    from mcp_hub.cli_pins import cmd_pins_accept, cmd_pins_diff
 
     config = _load(args)
     if args.pins_command == "diff":
