@@ -37,7 +37,7 @@ BASE_INSTRUCTIONS = (
 def hub_instructions(hub: Hub) -> str:
     """The base text, plus the current problem with the upstream servers if there is one."""
     upstreams = [{"name": s.name, "state": str(s.state), "last_error": s.last_error,
-                  "tools": s.tools} for s in hub.upstreams.statuses()]
+                  "tools": s.tools} for s in hub.upstream_statuses()]
     trouble = problem(upstreams, hub.config.source)
     if trouble is None:
         return BASE_INSTRUCTIONS
