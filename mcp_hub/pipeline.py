@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent
 
 from mcp_hub.coerce import coerce_tool_args
 from mcp_hub.errors import UnknownToolError
-from mcp_hub.plugins import HookManager, HookStatus
+from mcp_hub.hooks import HookManager, HookStatus
 from mcp_hub.registry import ToolEntry, ToolRegistry, input_schema_of
 from mcp_hub.registry import registry as default_registry
 
