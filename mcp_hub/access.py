@@ -237,10 +237,21 @@ class AccessControl:
             raise unknown_resource(ref.uri)
 
 
+#: The key of a connection's caller on its state (a dict), for notifications sent later.
+CALLER_KEY = "mcp_hub.caller"
+
+
+def remember_caller(connection: Any, caller: Caller) -> None:
+    """Store the caller on a connection, for notifications sent to it later."""
+    state = getattr(connection, "state", None)
+    if isinstance(state, dict):
+        state[CALLER_KEY] = caller
+
+
 def caller_of_state(state: Any) -> Caller:
     """The caller stored on a connection's state (the unrestricted caller if none)."""
     if isinstance(state, dict):
-        found = state.get("mcp_hub.caller")
+        found = state.get(CALLER_KEY)
         if isinstance(found, Caller):
             return found
     return EVERYONE
