@@ -12,7 +12,6 @@ a URI that does not exist, and like it, never fires.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from mcp.server.subscriptions import SubscriptionBus
 from mcp.shared.subscriptions import ResourceUpdated, ServerEvent
