@@ -9,7 +9,6 @@ through ``call.hub``.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import time
 from collections import OrderedDict
@@ -470,6 +469,3 @@ class Hub(ServingMixin):
             ],
             **extra,
         }
-
-    def matches_always_visible(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, g) for g in self.config.tool_search.always_visible)
