@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Hashable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -47,6 +48,9 @@ from mcp_hub.upstream import UpstreamManager
 __all__ = ["Hub"]
 
 logger = logging.getLogger(__name__)
+
+#: What tool_search searches: (definitions, name -> server, availability key).
+Catalog = tuple[list[dict[str, Any]], dict[str, str], Hashable]
 
 _TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations",
                 "_meta", "icons", "execution")
@@ -97,7 +101,7 @@ class Hub(ServingMixin):
         self._tg: anyio.abc.TaskGroup | None = None
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
         self._bridge_active: dict[Caller, bool] = {}
-        self._catalog_cache: dict[Caller, tuple[list[dict[str, Any]], dict[str, str], int]] = {}
+        self._catalog_cache: dict[Caller, tuple[Hashable, Catalog]] = {}
         #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
         self.drain = Drain()
         #: Calls by (HTTP session, request id), for cancelling undeliverable ones.
@@ -304,22 +308,23 @@ class Hub(ServingMixin):
         servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
         return origins, servers
 
-    def _deferred_catalog(self, caller: Caller) -> tuple[list[dict[str, Any]], dict[str, str], int]:
+    def _deferred_catalog(self, caller: Caller) -> Catalog:
         """What ``tool_search`` searches for ``caller``: the upstream and plugin tools it may reach.
 
-        Cached per caller and registry generation, so a bridge call costs no registry scan.
+        Cached per caller and availability (generation and check_fn results), so a bridge
+        call costs no registry scan.
         """
-        generation = self.registry.generation
+        available = self.registry.definitions.availability_key()
         cached = self._catalog_cache.get(caller)
-        if cached is not None and cached[2] == generation:
-            return cached
+        if cached is not None and cached[0] == available:
+            return cached[1]
         defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
         result = ([d for d in defs if origins.get(d["name"]) in ("upstream", "plugin")], servers,
-                  generation)
+                  available)
         if len(self._catalog_cache) >= 64:
             self._catalog_cache.clear()
-        self._catalog_cache[caller] = result
+        self._catalog_cache[caller] = (available, result)
         return result
 
     def bridge_for(self, who: Caller | str | None) -> ToolSearchBridge:
@@ -337,7 +342,9 @@ class Hub(ServingMixin):
     def list_tools(self, profile: Caller | str | None = None) -> list[types.Tool]:
         """The tools/list answer for a caller or profile (None = everything), cached per generation."""
         caller = as_caller(profile)
-        key = (caller, self.registry.generation)
+        # Keyed on what the registry's definition cache says is available now, not the
+        # bare generation: a check_fn that flips after its TTL changes the key.
+        key = (caller, self.registry.definitions.availability_key())
         cached = self._tools_cache.get(key)
         if cached is not None:
             return cached
