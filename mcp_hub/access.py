@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hub.config import HubConfig
 from mcp_hub.pipeline import unknown_tool
 from mcp_hub.registry import ToolRegistry
-from mcp_hub.toolsets import ALL_ALIASES, reached_toolsets, resolve_profile
+from mcp_hub.toolsets import ALL_ALIASES, DEFAULT_TOOLSETS, Toolsets
 
 __all__ = [
     "EVERYONE",
@@ -132,9 +132,12 @@ def _servers_of(names: Iterable[str]) -> frozenset[str]:
 class AccessControl:
     """Computes and applies :class:`AccessPolicy` for callers of one hub."""
 
-    def __init__(self, config: Callable[[], HubConfig], registry: ToolRegistry, owners: Owners) -> None:
+    def __init__(self, config: Callable[[], HubConfig], registry: ToolRegistry, owners: Owners,
+                 toolsets: Toolsets | None = None) -> None:
         self._config = config
         self._registry = registry
+        #: The Hub's own toolsets (composites from its config); the process-wide table if none.
+        self._toolsets = toolsets if toolsets is not None else DEFAULT_TOOLSETS
         self._owners = owners
         self._cache: OrderedDict[Caller, tuple[int, HubConfig, AccessPolicy]] = OrderedDict()
 
@@ -165,10 +168,10 @@ class AccessControl:
         if prof is None:
             # An unknown profile (removed by a reload) reaches nothing.
             return AccessPolicy(tools=frozenset(), servers=frozenset())
-        names = resolve_profile(prof.toolsets, prof.disabled_toolsets, self._registry)
+        names = self._toolsets.resolve_profile(prof.toolsets, prof.disabled_toolsets, self._registry)
         tools = None if names is None else frozenset(names)
-        denied = _servers_of(reached_toolsets(prof.disabled_toolsets))
-        reached = reached_toolsets(prof.toolsets)
+        denied = _servers_of(self._toolsets.reached_toolsets(prof.disabled_toolsets))
+        reached = self._toolsets.reached_toolsets(prof.toolsets)
         everything = not prof.toolsets or bool(reached & ALL_ALIASES)
         servers = None if everything else _servers_of(reached)
         return AccessPolicy(tools=tools, servers=servers, denied_servers=denied)

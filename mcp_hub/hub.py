@@ -42,7 +42,7 @@ from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
-from mcp_hub.toolsets import register_composite, unregister_composite
+from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
 
 __all__ = ["Hub"]
@@ -89,7 +89,10 @@ class Hub(ServingMixin):
             on_log=self._on_upstream_log,
         )
         #: The one enforcement point for what each caller may reach.
-        self.access = AccessControl(lambda: self.config, self.registry, self.upstreams)
+        #: This hub's toolsets: the builtin ones plus the composites of its config.
+        self.toolsets = Toolsets()
+        self.access = AccessControl(lambda: self.config, self.registry, self.upstreams,
+                                    self.toolsets)
         self.bridge = self.bridge_for(EVERYONE)
         #: The one start-up deadline every request's wait is bounded by.
         self.startup = StartupGate(self.upstreams, self.registry, config.hub.startup_timeout,
@@ -120,7 +123,7 @@ class Hub(ServingMixin):
         if self._load_builtins:
             self._install_builtins()
         for name, ts in self.config.toolsets.items():
-            register_composite(name, ts.tools, ts.includes, ts.description)
+            self.toolsets.register_composite(name, ts.tools, ts.includes, ts.description)
         if self._load_plugins:
             self._install_plugins()
         self.registry.add_listener(self._on_registry_change)
@@ -210,9 +213,9 @@ class Hub(ServingMixin):
         runtime.set_config(new)
         self.registry.allow_tool_override = new.hub.allow_tool_override
         for name in set(old.toolsets) - set(new.toolsets):
-            unregister_composite(name)
+            self.toolsets.unregister_composite(name)
         for name, ts in new.toolsets.items():
-            register_composite(name, ts.tools, ts.includes, ts.description)
+            self.toolsets.register_composite(name, ts.tools, ts.includes, ts.description)
         self.config = new
         for bridge in self._bridges.values():
             bridge.settings = new.tool_search
