@@ -221,6 +221,11 @@ class PinStore:
         effect without a restart (refresh the returned servers' tools).
         """
         with self._lock:
+            # The stat comes first: an unchanged file (nearly every poll) costs one stat,
+            # not a serialisation of every record while holding the GIL.
+            stamp = self._stat()
+            if stamp == self._stamp and stamp is not None:
+                return set()
             before = {k: canonical_json(v) for k, v in self._state.servers.items()}
             if not self._load_if_changed():
                 return set()
