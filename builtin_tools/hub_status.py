@@ -18,8 +18,7 @@ from typing import Any
 
 from mcp_hub import __version__
 from mcp_hub.context import CallContext
-from mcp_hub.diagnosis import summary
-from mcp_hub.redact import redact
+from mcp_hub.diagnosis import rejected_tools, summary
 from mcp_hub.registry import ToolRegistry, registry
 from mcp_hub.runtime import get_config
 
@@ -41,16 +40,7 @@ def registry_status(reg: ToolRegistry) -> dict[str, Any]:
         },
         "upstreams": [],
         "tools": {"total": len(reg), "by_toolset": by_toolset},
-        "rejected_tools": [
-            {
-                "name": r.name,
-                "toolset": r.toolset,
-                "held_by": r.holder_toolset,
-                "reason": redact(r.reason),
-                "since": r.time,
-            }
-            for r in reg.rejections
-        ],
+        "rejected_tools": rejected_tools(reg.rejections),
         "tool_search": None,
     }
 

@@ -28,6 +28,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from mcp_hub.config import HubConfig
+from mcp_hub.naming import server_of_toolset
 from mcp_hub.pipeline import unknown_tool
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.toolsets import ALL_ALIASES, DEFAULT_TOOLSETS, Toolsets
@@ -43,7 +44,6 @@ __all__ = [
     "unknown_resource",
 ]
 
-_SERVER_TOOLSET = "mcp-"
 _POLICY_CACHE = 64
 
 
@@ -126,7 +126,7 @@ def unknown_resource(uri: str) -> MCPError:
 
 
 def _servers_of(names: Iterable[str]) -> frozenset[str]:
-    return frozenset(n[len(_SERVER_TOOLSET):] for n in names if n.startswith(_SERVER_TOOLSET))
+    return frozenset(s for s in map(server_of_toolset, names) if s is not None)
 
 
 class AccessControl:

@@ -118,13 +118,14 @@ def cmd_tools(args: argparse.Namespace) -> int:
     config = _load(args)
 
     async def run(hub: Any) -> int:
+        from mcp_hub.naming import server_of_toolset
         from mcp_hub.tool_search import estimate_tokens
 
         entries = hub.registry.snapshot()
         rows = []
         for name in sorted(entries):
             e = entries[name]
-            server = e.toolset[4:] if e.toolset.startswith("mcp-") else ""
+            server = server_of_toolset(e.toolset) or ""
             rows.append({"name": name, "server": server, "toolset": e.toolset,
                          "origin": e.origin, "available": hub.registry.is_available(e),
                          "description": (e.description or "").strip().splitlines()[0][:100]

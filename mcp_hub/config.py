@@ -33,6 +33,7 @@ from pydantic import (
 from mcp_hub import commands
 from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
+from mcp_hub.naming import is_upstream_toolset
 
 __all__ = [
     "BuiltinsConfig",
@@ -315,7 +316,7 @@ class HubConfig(_Model):
     @classmethod
     def _toolset_names(cls, value: dict[str, ToolsetConfig]) -> dict[str, ToolsetConfig]:
         for name in value:
-            if name in RESERVED_TOOLSET_NAMES or name.startswith("mcp-"):
+            if name in RESERVED_TOOLSET_NAMES or is_upstream_toolset(name):
                 raise ValueError(
                     f"toolset name {name!r} is reserved (all, *, the builtin toolsets "
                     f"{', '.join(sorted(RESERVED_TOOLSET_NAMES - {'all', '*'}))} and mcp-<server>)"

@@ -9,13 +9,14 @@ redacted), or that no config file was found at all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp_hub.naming import upstream_toolset
 from mcp_hub.redact import redact
 
-__all__ = ["problem", "summary"]
+__all__ = ["problem", "rejected_tools", "summary"]
 
 _FAILING = ("parked", "reconnecting")
 _MAX_ERROR = 200
@@ -78,3 +79,24 @@ def summary(upstreams: Sequence[Mapping[str, Any]], source: Path | None) -> str:
     waiting = ", ".join(u["name"] for u in enabled if u["state"] != "ready")
     return (f"{len(ready)} of {len(enabled)} upstream MCP servers are connected ({tools} "
             f"tools); still connecting: {waiting}.")
+
+
+def rejected_tools(rejections: Iterable[Any], statuses: Iterable[Any] = ()) -> list[dict[str, Any]]:
+    """Every refused tool name, reasons redacted: the registry's rejections, then the
+    names each upstream reports as shadowed or blocked (``UpstreamStatus.rejected_tools``).
+
+    One list for ``Hub.status()`` and the ``hub_status`` tool without a hub.
+    """
+    rows: list[dict[str, Any]] = [
+        {"name": r.name, "toolset": r.toolset, "held_by": r.holder_toolset,
+         "reason": redact(r.reason), "since": r.time}
+        for r in rejections
+    ]
+    seen = {(r["name"], r["toolset"]) for r in rows}
+    for st in statuses:
+        toolset = upstream_toolset(st.name)
+        for tool, reason in (getattr(st, "rejected_tools", {}) or {}).items():
+            if (tool, toolset) not in seen:
+                rows.append({"name": tool, "toolset": toolset, "held_by": None,
+                             "reason": redact(reason), "since": None})
+    return rows

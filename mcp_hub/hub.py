@@ -26,12 +26,14 @@ from mcp_hub import __version__, runtime
 from mcp_hub.access import EVERYONE, AccessControl, Caller, as_caller, caller_of_state
 from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
+from mcp_hub.diagnosis import rejected_tools
 from mcp_hub.discovery import discover_builtin_tools
 from mcp_hub.drain import Drain
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.hub_serving import ServingMixin
 from mcp_hub.log_levels import below_level, client_log_level
 from mcp_hub.metrics import Metrics
+from mcp_hub.naming import server_of_toolset
 from mcp_hub.open_calls import OpenCalls
 from mcp_hub.pipeline import handle_function_call
 from mcp_hub.plugins import HookManager, PluginContext, load_plugins
@@ -57,7 +59,7 @@ _TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "
 
 
 def _server_of_toolset(toolset: str) -> str:
-    return toolset[4:] if toolset.startswith("mcp-") else toolset
+    return server_of_toolset(toolset) or toolset
 
 
 class Hub(ServingMixin):
@@ -446,16 +448,7 @@ class Hub(ServingMixin):
                 "since": st.state_since,
                 "connect_ms": st.connect_ms,
             })
-        rejected: list[dict[str, str | None]] = [
-            {"name": r.name, "toolset": r.toolset, "held_by": r.holder_toolset, "reason": r.reason}
-            for r in self.registry.rejections
-        ]
-        seen = {(r["name"], r["toolset"]) for r in rejected}
-        for st in statuses:
-            for tool, reason in (getattr(st, "rejected_tools", {}) or {}).items():
-                if (tool, f"mcp-{st.name}") not in seen:
-                    rejected.append({"name": tool, "toolset": f"mcp-{st.name}", "held_by": None,
-                                     "reason": reason})
+        rejected = rejected_tools(self.registry.rejections, statuses)
         toolsets: dict[str, int] = {}
         for e in self.registry.snapshot().values():
             toolsets[e.toolset] = toolsets.get(e.toolset, 0) + 1

@@ -12,7 +12,27 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["exposed_name", "exposed_prompt_name", "sanitize_name"]
+__all__ = ["UPSTREAM_TOOLSET_PREFIX", "exposed_name", "exposed_prompt_name", "is_upstream_toolset",
+           "sanitize_name", "server_of_toolset", "upstream_toolset"]
+
+#: Every upstream server's tools live in the toolset ``mcp-<server>``.
+UPSTREAM_TOOLSET_PREFIX = "mcp-"
+
+
+def upstream_toolset(server: str) -> str:
+    """The toolset of upstream ``server``'s tools: ``mcp-<server>``."""
+    return UPSTREAM_TOOLSET_PREFIX + server
+
+
+def is_upstream_toolset(toolset: str) -> bool:
+    return toolset.startswith(UPSTREAM_TOOLSET_PREFIX)
+
+
+def server_of_toolset(toolset: str) -> str | None:
+    """The upstream server of an ``mcp-<server>`` toolset (None for any other toolset)."""
+    if toolset.startswith(UPSTREAM_TOOLSET_PREFIX):
+        return toolset[len(UPSTREAM_TOOLSET_PREFIX):]
+    return None
 
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _HASH_LEN = 8

@@ -1,6 +1,6 @@
 """One registered tool (:class:`ToolEntry`) and a refused registration (:class:`Rejection`).
 
-Imports nothing of the project.
+Imports nothing of the project but :mod:`mcp_hub.naming` (what an upstream toolset is called).
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from mcp_hub.naming import is_upstream_toolset
 
 __all__ = ["CheckFn", "Handler", "Origin", "Rejection", "SchemaOverrides", "ToolEntry",
            "default_origin", "input_schema_of", "is_async_callable"]
@@ -97,4 +99,4 @@ def is_async_callable(fn: Handler) -> bool:
 
 
 def default_origin(toolset: str) -> Origin:
-    return "upstream" if toolset.startswith("mcp-") else "builtin"
+    return "upstream" if is_upstream_toolset(toolset) else "builtin"

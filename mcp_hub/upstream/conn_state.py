@@ -23,6 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from mcp_hub.config import HubSettings, ServerConfig
+from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import TransportProbe
@@ -87,7 +88,7 @@ class ConnectionState:
         self.settings = settings
         self.registry = registry
         self.hooks = hooks
-        self.toolset = f"mcp-{name}"
+        self.toolset = upstream_toolset(name)
         self.prefix = config.effective_prefix(name)
         #: Every log line about this server carries ``server`` (``--log-format json``).
         self.log = logging.LoggerAdapter(logger, {"server": name})
@@ -156,7 +157,7 @@ class ConnectionState:
             if entry is not None and entry.toolset != self.toolset:
                 out[rec.exposed] = (
                     f"shadowed by toolset {entry.toolset!r} (later in servers.toml wins)"
-                    if entry.toolset.startswith("mcp-")
+                    if is_upstream_toolset(entry.toolset)
                     else f"name held by {entry.origin} tool of toolset {entry.toolset!r}")
         return out
 

@@ -34,7 +34,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_hub import __version__
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
-from mcp_hub.naming import exposed_prompt_name
+from mcp_hub.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.pins import PinError, PinStore
 from mcp_hub.redact import add_secrets
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
@@ -324,16 +324,14 @@ class UpstreamManager:
     def server_of_tool(self, exposed_name: str) -> str | None:
         """The server whose tool is exposed as ``exposed_name`` (None for other tools)."""
         entry = self.registry.get_entry(exposed_name)
-        if entry is None or not entry.toolset.startswith("mcp-"):
-            return None
-        name: str = entry.toolset[4:]
-        return name if name in self._connections else None
+        name = server_of_toolset(entry.toolset) if entry is not None else None
+        return name if name is not None and name in self._connections else None
 
     # ── change propagation ────────────────────────────────────────────────────
 
     def _yields_to(self, server: str, toolset: str) -> bool:
         """Whether ``server`` must leave a tool name to the holder ``toolset`` (file order)."""
-        holder = toolset[4:] if toolset.startswith("mcp-") else None
+        holder = server_of_toolset(toolset)
         if holder is None or holder not in self._order:
             return False
         return self._order[holder] > self._order.get(server, -1)
