@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from mcp_hub.module_files import import_file
+
 __all__ = ["discover_builtin_tools", "has_top_level_register"]
 
 logger = logging.getLogger(__name__)
@@ -94,16 +96,7 @@ def _import_path(path: Path, package_dir: Path | None) -> str:
     name = f"mcp_hub_tools_{tag}_{path.stem}"
     if name in sys.modules:
         return name
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
+    import_file(name, path)
     return name
 
 

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import inspect
 import logging
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hub.hooks import HOOK_NAMES, Hook, HookManager, HookStatus, PreHookOutcome
+from mcp_hub.module_files import import_file
 from mcp_hub.registry import ToolRegistry
 
 __all__ = [
@@ -110,19 +109,7 @@ def _load_file(path: Path) -> Any:
     target = path / "__init__.py" if path.is_dir() else path
     tag = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
     mod_name = f"mcp_hub_plugins_{tag}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(
-        mod_name, target, submodule_search_locations=[str(path)] if path.is_dir() else None
-    )
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {target}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(mod_name, None)
-        raise
-    return module
+    return import_file(mod_name, target, package_dir=path if path.is_dir() else None)
 
 
 def _dir_candidates(plugin_dirs: Iterable[Path]) -> list[tuple[str, Path]]:
