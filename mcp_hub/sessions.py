@@ -32,6 +32,8 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 
+from mcp_hub.bursts import settle_burst
+
 __all__ = ["ChangeKind", "SessionTracker"]
 
 logger = logging.getLogger(__name__)
@@ -112,16 +114,11 @@ class SessionTracker:
         task_status.started()
         while True:
             await self._wake.wait()
-            started = anyio.current_time()
-            if started - self._last_sent < self._idle:
-                # Inside a burst: wait for a quiet window (no new change for `debounce`),
-                # but never longer than `max_delay`, then send everything once.
-                while True:
-                    seen = self._marks
-                    await anyio.sleep(self._debounce)
-                    if self._marks == seen or anyio.current_time() - started >= self._max_delay:
-                        break
-            # else: the first change after a quiet spell goes out at once (leading edge).
+            # Inside a burst: wait for a quiet window (no new change for `debounce`), but
+            # never longer than `max_delay`, then send everything once; the first change
+            # after a quiet spell goes out at once (leading edge).
+            await settle_burst(self._last_sent, idle=self._idle, debounce=self._debounce,
+                               max_delay=self._max_delay, marks=lambda: self._marks)
             self._wake = anyio.Event()
             kinds, self._pending = self._pending, set()
             self._last_sent = anyio.current_time()

@@ -42,6 +42,7 @@ import mcp.types as types
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from mcp_hub.bursts import settle_burst
 from mcp_hub.redact import redact
 from mcp_hub.upstream.catalog import CatalogMixin
 from mcp_hub.upstream.conn_state import (
@@ -270,10 +271,9 @@ class ServerConnection(CatalogMixin, RelaysMixin):
         last_refresh = float("-inf")
         while True:
             await self._refresh_wanted.wait()
-            if anyio.current_time() - last_refresh < REFRESH_IDLE:
-                # Inside a burst: let it settle briefly so one listing covers many changes.
-                await anyio.sleep(REFRESH_DEBOUNCE)
-            # else: the first change after a quiet spell is applied at once.
+            # Inside a burst: let it settle briefly so one listing covers many changes;
+            # the first change after a quiet spell is applied at once.
+            await settle_burst(last_refresh, idle=REFRESH_IDLE, debounce=REFRESH_DEBOUNCE)
             last_refresh = anyio.current_time()
             kinds = self._refresh_kinds
             self._refresh_kinds = set()
