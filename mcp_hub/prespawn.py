@@ -39,7 +39,6 @@ __all__ = [
     "discard_all",
     "filtered_environment",
     "find_config_path",
-    "resolve_command",
     "spawn",
     "start",
 ]
@@ -61,11 +60,6 @@ def filtered_environment(extra: Mapping[str, str], base: Mapping[str, str] | Non
            and not v.startswith("()")}
     env.update(extra)
     return env
-
-
-def resolve_command(command: str, env: Mapping[str, str]) -> str | None:
-    """The executable a stdio child runs (see :func:`mcp_hub.commands.find_command`)."""
-    return commands.find_command(command, env.get("PATH"))
 
 
 def _search_path(hub: Any, config_path: Path) -> commands.SearchPath | None:
