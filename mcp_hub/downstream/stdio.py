@@ -36,6 +36,7 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
+from mcp_hub.batching import join_ready
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
 
 __all__ = ["stdio_server"]
@@ -281,13 +282,7 @@ class _StdioPipes:
                 async for session_message in self.write_reader:
                     # Under concurrency several answers are ready at once: one write (one
                     # syscall, one wake-up of the client) carries them all.
-                    batch = [encode(session_message)]
-                    while len(batch) < 64:
-                        try:
-                            batch.append(encode(self.write_reader.receive_nowait()))
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                    await self.send_raw(b"".join(batch))
+                    await self.send_raw(join_ready(session_message, self.write_reader, encode))
         except (anyio.ClosedResourceError, ConnectionError):
             await anyio.lowlevel.checkpoint()
 

@@ -42,6 +42,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from mcp_hub import commands, pdeathsig, prespawn
+from mcp_hub.batching import join_ready
 from mcp_hub.config import ServerConfig
 from mcp_hub.errors import UpstreamError
 from mcp_hub.prespawn import INHERITED_ENV_VARS
@@ -467,13 +468,7 @@ async def _write_stdin(
         async with recv:
             async for message in recv:
                 # Concurrent calls queue up several requests: one write carries them all.
-                batch = [_encode(message)]
-                while len(batch) < 64:
-                    try:
-                        batch.append(_encode(recv.receive_nowait()))
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                await process.stdin.send(b"".join(batch))
+                await process.stdin.send(join_ready(message, recv, _encode))
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         # The child stopped reading: end the session rather than hang a request.
         read_send.close()
