@@ -34,6 +34,7 @@ from mcp_hub.errors import UnknownToolError
 from mcp_hub.plugins import HookManager, HookStatus
 from mcp_hub.registry import ToolEntry, ToolRegistry, input_schema_of
 from mcp_hub.registry import registry as default_registry
+from mcp_hub.telemetry import hook_span
 
 __all__ = [
     "DEFAULT_MAX_RESULT_SIZE_CHARS",
@@ -246,7 +247,8 @@ async def handle_function_call(
 
     # 4. pre hooks
     if hooks is not None and hooks.has("pre_tool_call"):
-        outcome = await hooks.run_pre(name, args, **context)
+        with hook_span(context, "pre_tool_call"):
+            outcome = await hooks.run_pre(name, args, **context)
         args = outcome.args
         if outcome.blocked is not None:
             result = _error_result(outcome.blocked)
@@ -263,9 +265,11 @@ async def handle_function_call(
         if hooks.has("post_tool_call"):
             status: HookStatus = "error" if result.is_error else "ok"
             duration_ms = (time.perf_counter() - started) * 1000.0
-            await hooks.run_post(name, args, result, duration_ms, status, **context)
+            with hook_span(context, "post_tool_call"):
+                await hooks.run_post(name, args, result, duration_ms, status, **context)
         if hooks.has("transform_tool_result"):
-            result = await hooks.run_transform(name, args, result, **context)
+            with hook_span(context, "transform_tool_result"):
+                result = await hooks.run_transform(name, args, result, **context)
 
     # 7. size cap
     limit = entry.max_result_size_chars or max_result_size_chars

@@ -52,6 +52,14 @@ def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
     return getattr(ctx.session, "_connection", ctx.session)
 
 
+def _session_id(request: Any) -> str | None:
+    """The MCP session id of an HTTP request (Streamable HTTP header, or SSE query)."""
+    if request is None:
+        return None
+    value = request.headers.get("mcp-session-id") or request.query_params.get("session_id")
+    return value if isinstance(value, str) else None
+
+
 class SessionCallContext(CallContext):
     """Relays a call's side traffic to the downstream request that started it."""
 
@@ -60,6 +68,7 @@ class SessionCallContext(CallContext):
         token = meta.get("progress_token") if meta else None
         session = ctx.session
         params = session.client_params
+        headers = getattr(ctx.request, "headers", None)
         super().__init__(
             tool_name=tool_name,
             request_id=ctx.request_id,
@@ -68,6 +77,11 @@ class SessionCallContext(CallContext):
             client_name=params.client_info.name if params and params.client_info else None,
             session=session,
             hub=hub,
+            meta=meta,
+            headers=headers,
+            transport="pipe" if ctx.request is None else "tcp",
+            protocol_version=ctx.protocol_version,
+            session_id=_session_id(ctx.request),
         )
         self._ctx = ctx
 

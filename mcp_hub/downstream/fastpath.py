@@ -171,7 +171,7 @@ class StdioFastPath:
             return False
         scope = anyio.CancelScope()
         self._calls[coerce_request_id(rid)] = scope
-        self.tg.start_soon(self._run, rid, name, arguments, token, scope)
+        self.tg.start_soon(self._run, rid, name, arguments, token, scope, meta)
         return True
 
     def close(self) -> None:
@@ -188,11 +188,12 @@ class StdioFastPath:
 
     # ---------------------------------------------------------------- the call
     async def _run(self, rid: Any, name: str, arguments: dict[str, Any], token: Any,
-                   scope: anyio.CancelScope) -> None:
+                   scope: anyio.CancelScope, meta: dict[str, Any] | None = None) -> None:
         data: bytes | None = None
         try:
             with scope:
                 call = _FastCallContext(self, rid, name, token)
+                call.meta, call.protocol_version = meta, self.version
                 try:
                     result = await self.hub.call_tool(name, arguments, call, profile=self.profile)
                     dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)

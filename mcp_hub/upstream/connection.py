@@ -56,6 +56,7 @@ from mcp_hub.naming import exposed_name
 from mcp_hub.pins import PinStore
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description, clean_tool_definition
+from mcp_hub.telemetry import client_span, progress_event, relay_span
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import (
     INVALID_RESPONSE,
@@ -937,16 +938,18 @@ class ServerConnection:
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             record.extend()
+            progress_event(call, progress, total)
             if call is not None and call.progress_token is not None:
                 await call.report_progress(progress, total, message)
 
         try:
             with anyio.CancelScope(
                 deadline=min(anyio.current_time() + call_timeout, hard_deadline)
-            ) as scope:
+            ) as scope, client_span(call, self.name, request, self.config.transport) as traced:
                 record.scope = scope
                 result = await session.send_request(request, result_type,
                                                     progress_callback=on_progress)
+                traced.done(result)
             if scope.cancelled_caught:
                 raise TimeoutError
             return result
@@ -993,7 +996,7 @@ class ServerConnection:
     async def _relay(
         self, record: _Call, what: str, fn: Callable[[], Awaitable[RelayT]]
     ) -> RelayT | types.ErrorData:
-        with record.paused():
+        with record.paused(), relay_span(record.call, what):
             try:
                 return await fn()
             except MCPError as exc:
