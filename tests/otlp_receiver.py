@@ -37,6 +37,7 @@ class Span:
     attributes: dict[str, Any]
     status_code: int
     service: str
+    events: list[str] = field(default_factory=list)
 
 
 def _value(v: Any) -> Any:
@@ -65,7 +66,8 @@ class Received:
                             name=s.name, trace_id=s.trace_id.hex(), span_id=s.span_id.hex(),
                             parent_span_id=s.parent_span_id.hex(), kind=s.kind,
                             attributes={a.key: _value(a.value) for a in s.attributes},
-                            status_code=s.status.code, service=str(res.get("service.name"))))
+                            status_code=s.status.code, service=str(res.get("service.name")),
+                            events=[e.name for e in s.events]))
 
     def add_metrics(self, body: bytes) -> None:
         request = metrics_pb.ExportMetricsServiceRequest()

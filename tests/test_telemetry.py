@@ -25,7 +25,7 @@ from mcp.types import TextContent
 from mcp_hub.config import load_config
 from mcp_hub.context import CallContext
 from mcp_hub.hub import Hub
-from tests.hubtest import PY, ROOT, http_hub, http_session, stdio_hub, write_config
+from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, http_session, stdio_hub, write_config
 from tests.otlp_receiver import Received, Span, otlp_receiver
 
 pytestmark = pytest.mark.anyio
@@ -185,6 +185,42 @@ async def test_bridge_tool_call_is_one_trace(tmp_path: Path) -> None:
         assert seen["meta"] == f"00-{trace_id}-{client.span_id}-01"
         tools = {p.get("gen_ai.tool.name") for p in received.metrics["mcp.server.operation.duration"]}
         assert tools == {"tool_call"}
+
+
+async def test_relays_are_children_of_the_call_span(tmp_path: Path) -> None:
+    from mcp.types import CreateMessageResult
+
+    async def sampling(context: Any, params: Any) -> CreateMessageResult:
+        return CreateMessageResult(role="assistant", content=TextContent(text="sampled"),
+                                   model="test-model")
+
+    with otlp_receiver() as (endpoint, received):
+        config = write_config(tmp_path, echo_server_toml("echo") + _telemetry(endpoint))
+        tp_sample, trace_sample, _ = _traceparent()
+        tp_slow, trace_slow, _ = _traceparent()
+        with anyio.fail_after(60):
+            async with stdio_hub(config, sampling_callback=sampling) as session:
+                result = await session.call_tool("echo_sample", {"prompt": SECRET_ARG},
+                                                 meta={"traceparent": tp_sample})
+                assert not result.is_error, result
+                progress: list[float] = []
+
+                async def on_progress(p: float, total: float | None, message: str | None) -> None:
+                    progress.append(p)
+
+                await session.call_tool("echo_slow", {"seconds": 0.2, "steps": 2},
+                                        meta={"traceparent": tp_slow},
+                                        progress_callback=on_progress)
+                await received.wait_for(lambda: any(
+                    s.name == "sampling/createMessage" for s in received.spans_of(trace_sample)))
+                await received.wait_for(lambda: any(
+                    s.kind == SERVER for s in received.spans_of(trace_slow)))
+        spans = received.spans_of(trace_sample)
+        call = next(s for s in spans if s.kind == SERVER)
+        relay = next(s for s in spans if s.name == "sampling/createMessage")
+        assert relay.parent_span_id == call.span_id and relay.kind == CLIENT
+        slow = next(s for s in received.spans_of(trace_slow) if s.kind == SERVER)
+        assert progress and slow.events.count("progress") == len(progress)
 
 
 async def test_unknown_tool_is_an_error_span_and_an_other_label(tmp_path: Path) -> None:

@@ -74,10 +74,17 @@ class _Swallow(logging.Filter):
         self.health = health
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.WARNING:
-            message = record.getMessage()
-            self.health.last_reason = message[:200]
+        if record.levelno >= logging.WARNING and ".exporter." in record.name:
+            self.health.last_reason = record.getMessage()[:200]
         return False
+
+    def install(self) -> None:
+        for name in _EXPORTER_LOGGERS:
+            logging.getLogger(name).addFilter(self)
+
+    def remove(self) -> None:
+        for name in _EXPORTER_LOGGERS:
+            logging.getLogger(name).removeFilter(self)
 
 
 def _quiet_span_exporter(inner: Any, health: ExportHealth) -> Any:
@@ -137,12 +144,16 @@ class Providers:
     meter_provider: Any | None
     span_processor: Any
     health: ExportHealth
+    swallow: _Swallow
 
     def shutdown(self) -> None:
         """Flush and stop (blocking; bounded by the exporters' own timeouts)."""
-        self.tracer_provider.shutdown()
-        if self.meter_provider is not None:
-            self.meter_provider.shutdown(timeout_millis=5_000)
+        try:
+            self.tracer_provider.shutdown()
+            if self.meter_provider is not None:
+                self.meter_provider.shutdown(timeout_millis=5_000)
+        finally:
+            self.swallow.remove()
 
 
 def build_providers(settings: ResolvedTelemetry, service_version: str) -> Providers:
@@ -158,8 +169,7 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
 
     health = ExportHealth(settings.label)
     swallow = _Swallow(health)
-    for name in _EXPORTER_LOGGERS:
-        logging.getLogger(name).addFilter(swallow)
+    swallow.install()
     resource = Resource.create({SERVICE_NAME: settings.service_name,
                                 SERVICE_VERSION: service_version})
     tracer_provider = TracerProvider(
@@ -174,4 +184,4 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
         reader = PeriodicExportingMetricReader(
             metric_exporter, export_interval_millis=settings.metric_interval_seconds * 1000.0)
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-    return Providers(tracer_provider, meter_provider, processor, health)
+    return Providers(tracer_provider, meter_provider, processor, health, swallow)
