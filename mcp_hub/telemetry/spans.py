@@ -24,7 +24,8 @@ shared no-op object: the hot path pays two method calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -97,8 +98,21 @@ def _parent(meta: Mapping[str, Any] | None, headers: Mapping[str, str] | None) -
     return None
 
 
+#: Durations waiting for the metric reader: (histogram, seconds, attributes). Bounded: past
+#: this many between two collections the oldest are dropped (about 10k calls/s at 60 s
+#: would need more; set ``metric_interval`` lower there).
+MAX_QUEUED_DURATIONS = 250_000
+
+
 class Telemetry:
-    """Live telemetry: the hub's tracer and the two operation-duration histograms."""
+    """Live telemetry: the hub's tracer and the two operation-duration histograms.
+
+    A duration is queued on the call path (a deque append) and recorded into its
+    histogram by :meth:`drain`, which runs in the metric reader's thread: it is the
+    callback of the gauge ``mcp_hub.telemetry.queued_durations``, and the SDK runs
+    observable callbacks at the start of each collection. The SDK's ``record`` costs
+    about as much as starting a span, so it stays off the call path.
+    """
 
     enabled = True
 
@@ -108,6 +122,7 @@ class Telemetry:
         self.known_tool = known_tool
         #: The SDK providers (:class:`mcp_hub.telemetry.providers.Providers`), for flushing.
         self.providers = providers
+        self.durations: deque[tuple[Any, float, dict[str, str]]] = deque(maxlen=MAX_QUEUED_DURATIONS)
         self.server_duration = self.client_duration = None
         if meter is not None:
             from mcp_hub.telemetry.providers import DURATION_BUCKETS
@@ -120,6 +135,27 @@ class Telemetry:
                 "mcp.client.operation.duration", unit="s",
                 description=_DURATION_HELP.format(side="client"),
                 explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
+            meter.create_observable_gauge(
+                "mcp_hub.telemetry.queued_durations", callbacks=[self._drain_callback],
+                unit="{duration}",
+                description="Operation durations queued since the last collection.")
+
+    def drain(self) -> None:
+        """Record the queued durations (the metric reader's thread, before it collects)."""
+        pop = self.durations.popleft
+        while True:
+            try:
+                histogram, seconds, labels = pop()
+            except IndexError:
+                return
+            histogram.record(seconds, labels)
+
+    def _drain_callback(self, options: Any) -> Iterable[Any]:
+        from opentelemetry.metrics import Observation
+
+        queued = len(self.durations)
+        self.drain()
+        return [Observation(queued)]
 
     def serve(self, name: str, call: Any) -> CallSpan:
         """The SERVER span of one downstream ``tools/call`` (a context manager)."""
@@ -134,11 +170,13 @@ class Telemetry:
 class _Timed:
     """A span plus a duration histogram sample, ended together."""
 
-    __slots__ = ("error", "histogram", "labels", "span", "started", "token")
+    __slots__ = ("error", "histogram", "labels", "queue", "span", "started", "token")
 
-    def _open(self, span: Any, histogram: Any, labels: dict[str, str]) -> None:
+    def _open(self, span: Any, histogram: Any, labels: dict[str, str],
+              queue: deque[tuple[Any, float, dict[str, str]]]) -> None:
         self.span = span
         self.histogram = histogram
+        self.queue = queue
         self.labels = labels
         self.error: str | None = None
         self.token = otel_context.attach(trace.set_span_in_context(span))
@@ -164,7 +202,7 @@ class _Timed:
             span.set_status(StatusCode.ERROR, message)
             self.labels["error.type"] = self.error
         if self.histogram is not None:
-            self.histogram.record(elapsed, self.labels)
+            self.queue.append((self.histogram, elapsed, self.labels))
         span.end()
         otel_context.detach(self.token)
 
@@ -201,7 +239,7 @@ class CallSpan(_Timed):
         parent = _parent(getattr(call, "meta", None), getattr(call, "headers", None))
         span = self.tel.tracer.start_span(f"tools/call {name}", context=parent,
                                           kind=SpanKind.SERVER, attributes=attrs)
-        self._open(span, self.tel.server_duration, labels)
+        self._open(span, self.tel.server_duration, labels, self.tel.durations)
         call.trace = self
         return self
 
@@ -243,7 +281,7 @@ class ClientSpan(_Timed):
         span = tel.tracer.start_span(self.name, context=parent, kind=SpanKind.CLIENT,
                                      attributes=self.attrs)
         labels = {k: v for k, v in self.attrs.items() if k != "gen_ai.operation.name"}
-        self._open(span, tel.client_duration, labels)
+        self._open(span, tel.client_duration, labels, tel.durations)
         return self
 
 
