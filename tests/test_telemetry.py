@@ -243,6 +243,30 @@ async def test_unknown_tool_is_an_error_span_and_an_other_label(tmp_path: Path) 
         assert {p["gen_ai.tool.name"] for p in labels} == {"_OTHER"}
 
 
+async def test_sampling_follows_the_caller_and_off_means_off(tmp_path: Path) -> None:
+    with otlp_receiver() as (endpoint, received):
+        body = _upstream_stdio() + _telemetry(endpoint) + "sample_ratio = 0.0\n"
+        config = load_config(write_config(tmp_path, body))
+        traceparent, trace_id, _ = _traceparent()
+        with anyio.fail_after(60):
+            async with Hub(config, load_plugin_modules=False) as hub:
+                await hub.wait_ready(20)
+                # A new trace at ratio 0 is not recorded; a caller's sampled trace is.
+                await hub.call_tool("trace_seen", {}, CallContext(request_id=1))
+                await hub.call_tool("trace_seen", {}, CallContext(
+                    request_id=2, meta={"traceparent": traceparent}))
+                await received.wait_for(lambda: len(received.spans_of(trace_id)) == 2)
+        assert {s.trace_id for s in received.spans} == {trace_id}
+    off = load_config(write_config(tmp_path, _upstream_stdio()))
+    async with Hub(off, load_plugin_modules=False) as hub:
+        await hub.wait_ready(20)
+        call = CallContext(request_id=3, meta={"traceparent": traceparent})
+        assert not hub.telemetry.enabled
+        result = await hub.call_tool("trace_seen", {}, call)
+        assert call.trace is None
+        assert _seen(result)["meta"] is None  # nothing is propagated when telemetry is off
+
+
 async def test_an_unreachable_collector_is_logged_once_and_bounded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "64")

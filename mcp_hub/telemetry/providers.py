@@ -165,15 +165,15 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
     from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
 
     health = ExportHealth(settings.label)
     swallow = _Swallow(health)
     swallow.install()
     resource = Resource.create({SERVICE_NAME: settings.service_name,
                                 SERVICE_VERSION: service_version})
-    tracer_provider = TracerProvider(
-        resource=resource, sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)))
+    root = ALWAYS_ON if settings.sample_ratio >= 1.0 else TraceIdRatioBased(settings.sample_ratio)
+    tracer_provider = TracerProvider(resource=resource, sampler=ParentBased(root))
     exporter = _quiet_span_exporter(OTLPSpanExporter(endpoint=settings.traces_endpoint), health)
     processor = BatchSpanProcessor(exporter)
     tracer_provider.add_span_processor(processor)
