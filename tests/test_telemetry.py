@@ -333,3 +333,26 @@ def test_log_records_carry_the_active_span() -> None:
     line = TraceFormatter("%(message)s").format(record)
     assert line == f"hello trace_id={ctx.trace_id:032x} span_id={ctx.span_id:016x}"
     assert trace.get_current_span().get_span_context().is_valid is False
+
+
+def test_queued_durations_stay_bounded_and_are_never_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_hub.telemetry import spans
+
+    monkeypatch.setattr(spans, "MAX_QUEUED_DURATIONS", 10)
+
+    class Histogram:
+        def __init__(self) -> None:
+            self.records: list[tuple[float, dict[str, str]]] = []
+
+        def record(self, value: float, attributes: dict[str, str]) -> None:
+            self.records.append((value, attributes))
+
+    tel = spans.Telemetry(tracer=None, meter=None, known_tool=lambda n: True)
+    histogram = Histogram()
+    for i in range(25):
+        tel.observe(histogram, float(i), {"gen_ai.tool.name": "echo"})
+    assert len(tel.durations) == 10 and len(histogram.records) == 15
+    tel.drain()
+    assert not tel.durations and len(histogram.records) == 25
+    # One attribute dict per label set, shared by every queued duration.
+    assert len({id(a) for _, a in histogram.records}) == 1

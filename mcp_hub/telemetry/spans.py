@@ -98,10 +98,11 @@ def _parent(meta: Mapping[str, Any] | None, headers: Mapping[str, str] | None) -
     return None
 
 
-#: Durations waiting for the metric reader: (histogram, seconds, attributes). Bounded: past
-#: this many between two collections the oldest are dropped (about 10k calls/s at 60 s
-#: would need more; set ``metric_interval`` lower there).
-MAX_QUEUED_DURATIONS = 250_000
+#: Durations waiting for the metric reader: (histogram, seconds, attributes), about 100
+#: bytes each (attribute dicts are shared). Past this many between two collections a
+#: duration is recorded on the call path instead: memory stays bounded, nothing is lost.
+MAX_QUEUED_DURATIONS = 100_000
+_MAX_LABEL_SETS = 10_000
 
 
 class Telemetry:
@@ -122,7 +123,8 @@ class Telemetry:
         self.known_tool = known_tool
         #: The SDK providers (:class:`mcp_hub.telemetry.providers.Providers`), for flushing.
         self.providers = providers
-        self.durations: deque[tuple[Any, float, dict[str, str]]] = deque(maxlen=MAX_QUEUED_DURATIONS)
+        self.durations: deque[tuple[Any, float, dict[str, str]]] = deque()
+        self._label_sets: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
         self.server_duration = self.client_duration = None
         if meter is not None:
             from mcp_hub.telemetry.providers import DURATION_BUCKETS
@@ -139,6 +141,19 @@ class Telemetry:
                 "mcp_hub.telemetry.queued_durations", callbacks=[self._drain_callback],
                 unit="{duration}",
                 description="Operation durations queued since the last collection.")
+
+    def observe(self, histogram: Any, seconds: float, labels: dict[str, str]) -> None:
+        """Queue one duration for ``histogram`` (recorded at once when the queue is full)."""
+        key = tuple(labels.items())
+        shared = self._label_sets.get(key)
+        if shared is None:
+            if len(self._label_sets) >= _MAX_LABEL_SETS:
+                self._label_sets.clear()
+            shared = self._label_sets[key] = labels
+        if len(self.durations) < MAX_QUEUED_DURATIONS:
+            self.durations.append((histogram, seconds, shared))
+        else:
+            histogram.record(seconds, shared)
 
     def drain(self) -> None:
         """Record the queued durations (the metric reader's thread, before it collects)."""
@@ -170,13 +185,12 @@ class Telemetry:
 class _Timed:
     """A span plus a duration histogram sample, ended together."""
 
-    __slots__ = ("error", "histogram", "labels", "queue", "span", "started", "token")
+    __slots__ = ("error", "histogram", "labels", "owner", "span", "started", "token")
 
-    def _open(self, span: Any, histogram: Any, labels: dict[str, str],
-              queue: deque[tuple[Any, float, dict[str, str]]]) -> None:
+    def _open(self, span: Any, histogram: Any, labels: dict[str, str], owner: Telemetry) -> None:
         self.span = span
         self.histogram = histogram
-        self.queue = queue
+        self.owner = owner
         self.labels = labels
         self.error: str | None = None
         self.token = otel_context.attach(trace.set_span_in_context(span))
@@ -202,7 +216,7 @@ class _Timed:
             span.set_status(StatusCode.ERROR, message)
             self.labels["error.type"] = self.error
         if self.histogram is not None:
-            self.queue.append((self.histogram, elapsed, self.labels))
+            self.owner.observe(self.histogram, elapsed, self.labels)
         span.end()
         otel_context.detach(self.token)
 
@@ -239,7 +253,7 @@ class CallSpan(_Timed):
         parent = _parent(getattr(call, "meta", None), getattr(call, "headers", None))
         span = self.tel.tracer.start_span(f"tools/call {name}", context=parent,
                                           kind=SpanKind.SERVER, attributes=attrs)
-        self._open(span, self.tel.server_duration, labels, self.tel.durations)
+        self._open(span, self.tel.server_duration, labels, self.tel)
         call.trace = self
         return self
 
@@ -281,7 +295,7 @@ class ClientSpan(_Timed):
         span = tel.tracer.start_span(self.name, context=parent, kind=SpanKind.CLIENT,
                                      attributes=self.attrs)
         labels = {k: v for k, v in self.attrs.items() if k != "gen_ai.operation.name"}
-        self._open(span, tel.client_duration, labels, tel.durations)
+        self._open(span, tel.client_duration, labels, tel)
         return self
 
 
