@@ -173,7 +173,10 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
     resource = Resource.create({SERVICE_NAME: settings.service_name,
                                 SERVICE_VERSION: service_version})
     root = ALWAYS_ON if settings.sample_ratio >= 1.0 else TraceIdRatioBased(settings.sample_ratio)
-    tracer_provider = TracerProvider(resource=resource, sampler=ParentBased(root))
+    # The hub flushes at its own exit, bounded (mcp_hub.telemetry.stop_telemetry); an
+    # interpreter-exit flush would wait out the exporter's timeout on a dead collector.
+    tracer_provider = TracerProvider(resource=resource, sampler=ParentBased(root),
+                                     shutdown_on_exit=False)
     exporter = _quiet_span_exporter(OTLPSpanExporter(endpoint=settings.traces_endpoint), health)
     processor = BatchSpanProcessor(exporter)
     tracer_provider.add_span_processor(processor)
@@ -183,5 +186,6 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
             OTLPMetricExporter(endpoint=settings.metrics_endpoint), health)
         reader = PeriodicExportingMetricReader(
             metric_exporter, export_interval_millis=settings.metric_interval_seconds * 1000.0)
-        meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+        meter_provider = MeterProvider(resource=resource, metric_readers=[reader],
+                                       shutdown_on_exit=False)
     return Providers(tracer_provider, meter_provider, processor, health, swallow)
