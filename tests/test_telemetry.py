@@ -243,6 +243,31 @@ async def test_unknown_tool_is_an_error_span_and_an_other_label(tmp_path: Path) 
         assert {p["gen_ai.tool.name"] for p in labels} == {"_OTHER"}
 
 
+async def test_pipeline_hooks_get_child_spans(tmp_path: Path) -> None:
+    with otlp_receiver() as (endpoint, received):
+        config = load_config(write_config(tmp_path, _upstream_stdio() + _telemetry(endpoint)))
+        traceparent, trace_id, _ = _traceparent()
+        seen_trace: list[Any] = []
+
+        async def pre(**kw: Any) -> None:
+            seen_trace.append(kw["call"].trace)
+
+        with anyio.fail_after(60):
+            async with Hub(config, load_plugin_modules=False) as hub:
+                await hub.wait_ready(20)
+                hub.hooks.register_hook("pre_tool_call", pre)
+                hub.hooks.register_hook("post_tool_call", lambda **kw: None)
+                await hub.call_tool("trace_seen", {}, CallContext(
+                    request_id=1, meta={"traceparent": traceparent}))
+                await received.wait_for(lambda: len(received.spans_of(trace_id)) == 4)
+        spans = {s.name: s for s in received.spans_of(trace_id)}
+        server = spans["tools/call trace_seen"]
+        assert server.kind == SERVER and seen_trace and seen_trace[0] is not None
+        for hook in ("pre_tool_call", "post_tool_call"):
+            assert spans[f"hook {hook}"].parent_span_id == server.span_id
+            assert spans[f"hook {hook}"].attributes["mcp_hub.hook"] == hook
+
+
 async def test_sampling_follows_the_caller_and_off_means_off(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
         body = _upstream_stdio() + _telemetry(endpoint) + "sample_ratio = 0.0\n"

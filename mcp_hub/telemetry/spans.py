@@ -10,7 +10,8 @@ otherwise. The span rides on the call's :class:`~mcp_hub.context.CallContext`
   while the request is sent, so its context reaches the upstream in the
   request's ``_meta`` (the ``mcp`` SDK writes the current context there) and,
   for HTTP upstreams, in the ``traceparent`` header (:func:`inject_trace_headers`);
-* pipeline hooks get INTERNAL children (:func:`hook_span`);
+* pipeline hooks get INTERNAL children (:meth:`CallSpan.hook`, which the pipeline
+  finds on ``call.trace`` without importing this package);
 * relayed sampling, elicitation and roots requests get CLIENT children of the
   call's span (:func:`relay_span`), and relayed progress becomes an event on it.
 
@@ -33,8 +34,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-__all__ = ["OFF", "CallSpan", "Telemetry", "TelemetryOff", "client_span", "hook_span",
-           "inject_trace_headers", "relay_span"]
+__all__ = ["OFF", "CallSpan", "Telemetry", "TelemetryOff", "client_span", "inject_trace_headers",
+           "progress_event", "relay_span"]
 
 W3C = TraceContextTextMapPropagator()
 OTHER = "_OTHER"
@@ -266,6 +267,10 @@ class CallSpan(_Timed):
         ctx = trace.set_span_in_context(self.span)
         return self.tel.tracer.start_as_current_span(name, context=ctx, kind=kind, attributes=attrs)
 
+    def hook(self, hook: str) -> Any:
+        """An INTERNAL span around a pipeline hook (the pipeline finds it on ``call.trace``)."""
+        return self.child(f"hook {hook}", SpanKind.INTERNAL, {"mcp_hub.hook": hook})
+
     def progress(self, progress: float, total: float | None) -> None:
         attrs: dict[str, float] = {"mcp.progress": progress}
         if total is not None:
@@ -313,14 +318,6 @@ def client_span(call: Any, server: str, request: Any, transport: str | None) -> 
     params = getattr(request, "params", None)
     target = getattr(params, "name", None) if method in ("tools/call", "prompts/get") else None
     return owner.client(server, method, target, transport)
-
-
-def hook_span(context: Mapping[str, Any], hook: str) -> Any:
-    """An INTERNAL span around a pipeline hook of a traced call (no-op otherwise)."""
-    owner = _call_span(context.get("call"))
-    if owner is None:
-        return NOOP
-    return owner.child(f"hook {hook}", SpanKind.INTERNAL, {"mcp_hub.hook": hook})
 
 
 def relay_span(call: Any, what: str) -> Any:
