@@ -9,6 +9,7 @@ spans and metric names it saw. Waiting for data is bounded by the caller.
 from __future__ import annotations
 
 import gzip
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,10 +20,14 @@ from typing import Any
 import anyio
 import pytest
 
-trace_pb = pytest.importorskip(
-    "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-    reason="needs opentelemetry-proto (pip install 'mcp-hub[otel]')")
-metrics_pb = pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
+try:
+    import opentelemetry.sdk  # noqa: F401  (the hub's side of the tests)
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metrics_pb
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip(f"needs the otel extra (pip install -e '.[dev]'): {exc}", allow_module_level=True)
 
 
 @dataclass
