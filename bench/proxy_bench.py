@@ -12,7 +12,12 @@ Targets, all with the ``mcp`` SDK's own client and the echo fixture upstream
 * ``hub http``      — ``mcp-hub serve --transport http`` on a loopback port,
   Streamable HTTP from the client, stdio to the upstream;
 * ``direct http``   — reference only: the upstream itself served over Streamable
-  HTTP, to separate what the HTTP transport costs from what the hub costs.
+  HTTP, to separate what the HTTP transport costs from what the hub costs;
+* ``hub stdio otel``, ``hub http otel`` — the same hubs with telemetry on
+  (``[telemetry]``, sample ratio 1.0) exporting to an OTLP/HTTP sink in this
+  process (bench/otlp_sink.py); ``hub stdio otel-dead`` exports to a port where
+  nothing listens. Not run by default: ``--targets`` names them, and a second
+  table then compares each with the same hub with telemetry off.
 
 For 1 and 32 concurrent calls on one session: p50/p99 latency, calls/s and the
 ratios to ``direct stdio``. Warm-up first; the measured calls are split into
@@ -59,6 +64,7 @@ from bench.common import (
     wait_port,
     warm_up,
 )
+from bench.otlp_sink import otlp_sink
 
 CONCURRENCY = (1, 32)
 CALLS = {1: 1500, 32: 3000}
@@ -115,21 +121,41 @@ async def direct_http(tmp: Path) -> AsyncIterator[Connected]:
         await stop_process(proc)
 
 
-def endpoints(tmp: Path) -> dict[str, Callable[[], AbstractAsyncContextManager[Connected]]]:
+def _with_telemetry(config: Path, path: Path, endpoint: str) -> Path:
+    path.write_text(config.read_text() + f'\n[telemetry]\notlp_endpoint = "{endpoint}"\n'
+                    "sample_ratio = 1.0\n")
+    return path
+
+
+def endpoints(tmp: Path, sink: str) -> dict[str, Callable[[], AbstractAsyncContextManager[Connected]]]:
     config = hub_config(tmp / "servers.toml", {"echo": {}})
+    otel = _with_telemetry(config, tmp / "servers-otel.toml", sink)
+    dead = _with_telemetry(config, tmp / "servers-otel-dead.toml", f"http://127.0.0.1:{free_port()}")
     errlog = open(tmp / "stdio.log", "w")  # noqa: SIM115 - closed with the process
     return {
         "direct stdio": lambda: stdio_endpoint(PY, list(ECHO_ARGS), errlog=errlog),
         "hub stdio": lambda: stdio_endpoint(PY, hub_command(config), errlog=errlog),
         "hub http": lambda: hub_http(tmp, config),
         "direct http": lambda: direct_http(tmp),
+        "hub stdio otel": lambda: stdio_endpoint(PY, hub_command(otel), errlog=errlog),
+        "hub http otel": lambda: hub_http(tmp, otel),
+        "hub stdio otel-dead": lambda: stdio_endpoint(PY, hub_command(dead), errlog=errlog),
     }
 
 
 async def run(args: argparse.Namespace) -> tuple[dict[str, dict[int, LoadResult]], dict[str, str]]:
     tmp = Path(tempfile.mkdtemp(prefix="mcp-hub-bench-"))
     log(f"logs and configs: {tmp}")
-    factories = {k: v for k, v in endpoints(tmp).items() if k in args.targets}
+    with otlp_sink() as (sink, counts):
+        results, errors = await _run(args, tmp, sink)
+    if counts:
+        log(f"OTLP sink received: {counts}")
+    return results, errors
+
+
+async def _run(args: argparse.Namespace, tmp: Path, sink: str
+               ) -> tuple[dict[str, dict[int, LoadResult]], dict[str, str]]:
+    factories = {k: v for k, v in endpoints(tmp, sink).items() if k in args.targets}
     live: dict[str, tuple[Any, str]] = {}
     errors: dict[str, str] = {}
     stop = anyio.Event()
@@ -190,15 +216,37 @@ def report(results: dict[str, dict[int, LoadResult]], errors: dict[str, str]) ->
                 f"{res.p50_ms - ref.p50_ms:+.2f}" if ref else "—",
                 fmt_ratio(res.calls_per_s / ref.calls_per_s) if ref else "—",
             ])
-    return markdown_table(
+    table = markdown_table(
         ["target", "concurrent", "p50 ms", "p99 ms", "calls/s", "p50 vs direct",
          "added p50 ms", "calls/s vs direct"], rows)
+    return table + _telemetry_report(results, errors)
+
+
+def _telemetry_report(results: dict[str, dict[int, LoadResult]], errors: dict[str, str]) -> str:
+    """Each telemetry target against the same hub with telemetry off, side by side."""
+    rows = []
+    for name, cells in results.items():
+        if " otel" not in name or name in errors:
+            continue
+        off = results.get(name.split(" otel")[0], {})
+        for conc, res in cells.items():
+            ref = off.get(conc)
+            if ref is None:
+                continue
+            rows.append([name, str(conc), f"{res.p50_ms - ref.p50_ms:+.3f}",
+                         f"{res.p99_ms - ref.p99_ms:+.3f}",
+                         fmt_ratio(res.calls_per_s / ref.calls_per_s)])
+    if not rows:
+        return ""
+    return "\n\nTelemetry on vs off (same transport):\n\n" + markdown_table(
+        ["target", "concurrent", "added p50 ms", "added p99 ms", "calls/s vs off"], rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     names = ["direct stdio", "hub stdio", "hub http", "direct http"]
+    otel = ["hub stdio otel", "hub http otel", "hub stdio otel-dead"]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--targets", nargs="+", default=names, choices=names)
+    parser.add_argument("--targets", nargs="+", default=names, choices=names + otel)
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply the call counts (default 1.0: 1500 and 3000 calls)")
     parser.add_argument("--rounds", type=int, default=3)

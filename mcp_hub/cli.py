@@ -42,19 +42,26 @@ class _JsonFormatter(logging.Formatter):
         server = getattr(record, "server", None)
         if server:
             data["server"] = server
+        trace_id = getattr(record, "trace_id", None)
+        if trace_id:
+            data["trace_id"], data["span_id"] = trace_id, getattr(record, "span_id", "")
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
         return json.dumps(data)
 
 
 def setup_logging(level: str, fmt: str = "text") -> None:
-    """Log to stderr (stdout belongs to the stdio transport), secrets redacted."""
+    """Log to stderr (stdout belongs to the stdio transport), secrets redacted, with the
+    active span's ids (mcp_hub.telemetry.logs)."""
+    from mcp_hub.telemetry.logs import TraceFormatter, TraceLogFilter
+
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RedactingFilter())
+    handler.addFilter(TraceLogFilter())
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TraceFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(getattr(logging, level.upper(), logging.INFO))

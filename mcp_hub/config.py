@@ -34,6 +34,7 @@ from mcp_hub import commands
 from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
 from mcp_hub.naming import is_upstream_toolset
+from mcp_hub.telemetry.settings import TelemetryConfig
 
 __all__ = [
     "BuiltinsConfig",
@@ -296,6 +297,7 @@ class HubConfig(_Model):
     builtins: BuiltinsConfig = Field(default_factory=BuiltinsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
     pins: PinsConfig = Field(default_factory=PinsConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     # Not part of the file: where it came from and which values were secrets.
     source: Annotated[Path | None, Field(exclude=True)] = None

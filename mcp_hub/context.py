@@ -14,6 +14,7 @@ it freely.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,17 @@ class CallContext:
     #: The Hub, for builtin tools that report on it (``hub_status``).
     hub: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # -- how the request arrived (telemetry: trace context in, span attributes) ----------
+    #: The request's ``_meta`` as the client sent it (``traceparent``/``tracestate``).
+    meta: Mapping[str, Any] | None = None
+    #: The HTTP request's headers, when it came over HTTP.
+    headers: Mapping[str, str] | None = None
+    #: ``network.transport``: "pipe" (stdio) or "tcp" (HTTP, SSE).
+    transport: str = "pipe"
+    protocol_version: str | None = None
+    session_id: str | None = None
+    #: The call's span while telemetry traces it (:class:`mcp_hub.telemetry.CallSpan`).
+    trace: Any = None
 
     # -- capabilities --------------------------------------------------------------
     @property

@@ -43,6 +43,7 @@ from mcp_hub.registry import registry as global_registry
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
+from mcp_hub.telemetry import start_telemetry, stop_telemetry
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
@@ -82,6 +83,10 @@ class Hub(ServingMixin):
         self.sessions = SessionTracker()
         self.metrics = Metrics()
         self.version = __version__
+        # OpenTelemetry traces and metrics of tool calls; a shared no-op when not configured.
+        self.telemetry = start_telemetry(
+            config.telemetry, service_version=__version__,
+            known_tool=lambda n: self.registry.get_entry(n) is not None or self.bridge.handles(n))
         self.started_at = time.time()
         self.plugins: list[str] = []
         self.upstreams = UpstreamManager(
@@ -156,6 +161,7 @@ class Hub(ServingMixin):
             # No shielding scope here: the task groups on the stack must be exited
             # inside the very cancel scope they were entered in.
             await stack.__aexit__(exc_type, exc, tb)
+        await stop_telemetry(self.telemetry)
         return None
 
     def _install_builtins(self) -> None:
@@ -411,12 +417,14 @@ class Hub(ServingMixin):
         started = time.perf_counter()
         status = "error"
         try:
-            result = await handle_function_call(
-                name, arguments or {}, registry=self.registry, hooks=self.hooks,
-                bridge=self.bridge_for(caller),
-                max_result_size_chars=self.config.hub.max_result_size_chars,
-                allow=self.access.tool_filter(caller), call=call,
-            )
+            with self.telemetry.serve(name, call) as traced:
+                result = await handle_function_call(
+                    name, arguments or {}, registry=self.registry, hooks=self.hooks,
+                    bridge=self.bridge_for(caller),
+                    max_result_size_chars=self.config.hub.max_result_size_chars,
+                    allow=self.access.tool_filter(caller), call=call,
+                )
+                traced.done(result)
             status = "error" if result.is_error else "ok"
             return result
         except UnknownToolError:

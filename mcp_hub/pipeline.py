@@ -24,6 +24,7 @@ import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 from jsonschema.validators import validator_for
@@ -267,13 +268,20 @@ def _invalid_args(reg: ToolRegistry, entry: ToolEntry, name: str, args: Any) -> 
     return None
 
 
+def _hook_span(context: dict[str, Any], hook: str) -> AbstractContextManager[Any]:
+    """A span around a hook when the call is traced (``call.trace``, mcp_hub.telemetry)."""
+    trace = getattr(context.get("call"), "trace", None)
+    return trace.hook(hook) if trace is not None else nullcontext()
+
+
 async def _dispatch_with_hooks(
     reg: ToolRegistry, hooks: HookManager | None, name: str, args: dict[str, Any],
     context: dict[str, Any],
 ) -> CallToolResult:
     """Pre hooks (which may block or rewrite), the handler, then post and transform hooks."""
     if hooks is not None and hooks.has("pre_tool_call"):
-        outcome = await hooks.run_pre(name, args, **context)
+        with _hook_span(context, "pre_tool_call"):
+            outcome = await hooks.run_pre(name, args, **context)
         args = outcome.args
         if outcome.blocked is not None:
             result = _error_result(outcome.blocked)
@@ -286,7 +294,9 @@ async def _dispatch_with_hooks(
         if hooks.has("post_tool_call"):
             status: HookStatus = "error" if result.is_error else "ok"
             duration_ms = (time.perf_counter() - started) * 1000.0
-            await hooks.run_post(name, args, result, duration_ms, status, **context)
+            with _hook_span(context, "post_tool_call"):
+                await hooks.run_post(name, args, result, duration_ms, status, **context)
         if hooks.has("transform_tool_result"):
-            result = await hooks.run_transform(name, args, result, **context)
+            with _hook_span(context, "transform_tool_result"):
+                result = await hooks.run_transform(name, args, result, **context)
     return result

@@ -18,6 +18,7 @@ transparent. A new concern of every call (identity, tracing) goes here, once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeVar
 
 from mcp.server.context import ServerRequestContext
@@ -79,10 +80,15 @@ class RelayCallContext(CallContext):
 
     def __init__(self, downstream: Downstream, *, tool_name: str, request_id: str | int | None,
                  progress_token: str | int | None, client_capabilities: ClientCapabilities | None,
-                 client_name: str | None, session: Any, hub: Any) -> None:
+                 client_name: str | None, session: Any, hub: Any,
+                 meta: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
+                 transport: str = "pipe", protocol_version: str | None = None,
+                 session_id: str | None = None) -> None:
         super().__init__(tool_name=tool_name, request_id=request_id, progress_token=progress_token,
                          client_capabilities=client_capabilities, client_name=client_name,
-                         session=session, hub=hub)
+                         session=session, hub=hub, meta=meta, headers=headers,
+                         transport=transport, protocol_version=protocol_version,
+                         session_id=session_id)
         self._downstream = downstream
 
     async def report_progress(
@@ -162,6 +168,14 @@ class _SdkDownstream:
         return result
 
 
+def _session_id(request: Any) -> str | None:
+    """The MCP session id of an HTTP request (Streamable HTTP header, or SSE query)."""
+    if request is None:
+        return None
+    value = request.headers.get("mcp-session-id") or request.query_params.get("session_id")
+    return value if isinstance(value, str) else None
+
+
 class SessionCallContext(RelayCallContext):
     """The call context of a request the SDK server dispatched."""
 
@@ -178,4 +192,9 @@ class SessionCallContext(RelayCallContext):
             client_name=params.client_info.name if params and params.client_info else None,
             session=session,
             hub=hub,
+            meta=meta,
+            headers=getattr(ctx.request, "headers", None),
+            transport="pipe" if ctx.request is None else "tcp",
+            protocol_version=ctx.protocol_version,
+            session_id=_session_id(ctx.request),
         )

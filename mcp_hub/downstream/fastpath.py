@@ -173,7 +173,7 @@ class StdioFastPath:
             return False
         scope = anyio.CancelScope()
         self._calls[coerce_request_id(rid)] = scope
-        self.tg.start_soon(self._run, rid, name, arguments, token, scope)
+        self.tg.start_soon(self._run, rid, name, arguments, token, scope, meta)
         return True
 
     def close(self) -> None:
@@ -190,14 +190,14 @@ class StdioFastPath:
 
     # ---------------------------------------------------------------- the call
     async def _run(self, rid: Any, name: str, arguments: dict[str, Any], token: Any,
-                   scope: anyio.CancelScope) -> None:
+                   scope: anyio.CancelScope, meta: dict[str, Any] | None = None) -> None:
         data: bytes | None = None
         try:
             with scope:
                 call = RelayCallContext(
                     self, tool_name=name, request_id=rid, progress_token=token,
                     client_capabilities=self.capabilities, client_name=self.client_name,
-                    session=self, hub=self.hub)
+                    session=self, hub=self.hub, meta=meta, protocol_version=self.version)
                 try:
                     result = await self.hub.call_tool(name, arguments, call, profile=self.profile)
                     dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_hub.context import CallContext
 from mcp_hub.redact import redact
+from mcp_hub.telemetry import client_span, progress_event
 from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState
 from mcp_hub.upstream.failures import CallLost, validation_summary
 from mcp_hub.upstream.status import ServerState
@@ -196,16 +197,18 @@ class CallsMixin(ConnectionState):
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             record.extend()
+            progress_event(call, progress, total)
             if call is not None and call.progress_token is not None:
                 await call.report_progress(progress, total, message)
 
         try:
             with anyio.CancelScope(
                 deadline=min(anyio.current_time() + call_timeout, hard_deadline)
-            ) as scope:
+            ) as scope, client_span(call, self.name, request, self.config.transport) as traced:
                 record.scope = scope
                 result = await session.send_request(request, result_type,
                                                     progress_callback=on_progress)
+                traced.done(result)
             if scope.cancelled_caught:
                 raise TimeoutError
             return result

@@ -19,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from mcp_hub.context import CallContext
+from mcp_hub.telemetry import relay_span
 from mcp_hub.upstream.calls import _Call, _current_call
 from mcp_hub.upstream.conn_state import ConnectionState
 from mcp_hub.upstream.failures import error_text
@@ -54,7 +55,7 @@ class RelaysMixin(ConnectionState):
     async def _relay(
         self, record: _Call, what: str, fn: Callable[[], Awaitable[RelayT]]
     ) -> RelayT | types.ErrorData:
-        with record.paused():
+        with record.paused(), relay_span(record.call, what):
             try:
                 return await fn()
             except MCPError as exc:

@@ -48,6 +48,7 @@ from mcp_hub.errors import UpstreamError
 from mcp_hub.prespawn import INHERITED_ENV_VARS
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description
+from mcp_hub.telemetry import inject_trace_headers
 
 __all__ = [
     "INHERITED_ENV_VARS",
@@ -131,7 +132,8 @@ async def _http_streams(config: ServerConfig, probe: TransportProbe
     assert config.url is not None
     async with AsyncExitStack() as stack:
         timeout = httpx2.Timeout(config.connect_timeout, read=max(config.max_call_seconds, 300.0))
-        hooks: dict[str, list[Any]] = {"response": [probe.on_response]}
+        hooks: dict[str, list[Any]] = {"response": [probe.on_response],
+                                       "request": [inject_trace_headers]}
         if config.transport == "http":
             client = httpx2.AsyncClient(
                 headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks

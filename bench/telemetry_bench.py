@@ -1,0 +1,164 @@
+"""What telemetry adds to the hub's own work per tool call, in-process, off vs on.
+
+One command, from the repository root::
+
+    .venv/bin/python bench/telemetry_bench.py [--calls 4000] [--rounds 6]
+
+Two hubs in this process, alike except for ``[telemetry]``: one off, one on at
+sample ratio 1.0 exporting to an OTLP/HTTP sink (bench/otlp_sink.py, a thread
+of this process). Each calls the same tool through :meth:`Hub.call_tool`, the
+path every transport shares, without any transport around it, so the
+difference is what telemetry costs the hub and nothing else:
+
+* ``local``    — a trivial tool in the hub's registry (the server span only);
+* ``upstream`` — the echo fixture's ``echo`` over stdio (server span, client
+  span, trace context into the upstream request's ``_meta``).
+
+The calls alternate between off and on in chunks, so machine load hits both
+alike. The report gives, per call: wall-clock p50, the p50 of the CPU time
+this thread spent (``time.thread_time``: what the event loop pays, and much
+less disturbed by other processes on a loaded machine than wall time), and the
+whole process's CPU time per call (``time.process_time`` over the chunks: the
+exporter's background thread included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mcp.types import CallToolResult, TextContent
+
+from bench.common import hub_config, markdown_table
+from bench.otlp_sink import otlp_sink
+from mcp_hub.config import load_config
+from mcp_hub.context import CallContext
+from mcp_hub.hub import Hub
+
+
+async def _noop(args: dict[str, Any] | None = None, **_: Any) -> CallToolResult:
+    return CallToolResult(content=[TextContent(text="ok")])
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Samples:
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self.process_cpu = 0.0
+        self.calls = 0
+
+
+async def _chunk(hub: Hub, tool: str, calls: int, out: Samples) -> None:
+    process_started = time.process_time()
+    for i in range(calls):
+        call = CallContext(tool_name=tool, request_id=i)
+        started, cpu_started = time.perf_counter(), time.thread_time()
+        await hub.call_tool(tool, {"text": "hello"}, call)
+        out.cpu.append((time.thread_time() - cpu_started) * 1e6)
+        out.wall.append((time.perf_counter() - started) * 1e6)
+    out.process_cpu += time.process_time() - process_started
+    out.calls += calls
+
+
+async def run(args: argparse.Namespace) -> list[list[str]]:
+    tmp = Path(tempfile.mkdtemp(prefix="mcp-hub-telemetry-bench-"))
+    base = hub_config(tmp / "off.toml", {"echo": {}})
+    rows: list[list[str]] = []
+    with otlp_sink() as (sink, counts):
+        on_path = tmp / "on.toml"
+        on_path.write_text(base.read_text() + f'\n[telemetry]\notlp_endpoint = "{sink}"\n'
+                           "sample_ratio = 1.0\n")
+        async with (Hub(load_config(base), load_plugin_modules=False) as off,
+                    Hub(load_config(on_path), load_plugin_modules=False) as on):
+            assert not off.telemetry.enabled and on.telemetry.enabled
+            for hub in (off, on):
+                hub.registry.register("bench_noop", "bench", {"name": "bench_noop",
+                                      "parameters": {"type": "object"}}, _noop)
+                await hub.wait_ready(30)
+            for label, tool in (("local", "bench_noop"), ("upstream", "echo_echo")):
+                samples = {"off": Samples(), "on": Samples()}
+                for hub in (off, on):  # warm-up
+                    await _chunk(hub, tool, 200, Samples())
+                per_chunk = max(1, args.calls // args.rounds)
+                for r in range(args.rounds):
+                    order = (("off", off), ("on", on)) if r % 2 == 0 else (("on", on), ("off", off))
+                    for name, hub in order:
+                        await _chunk(hub, tool, per_chunk, samples[name])
+                wall = {k: statistics.median(v.wall) for k, v in samples.items()}
+                p99 = {k: _pct(v.wall, 0.99) for k, v in samples.items()}
+                cpu = {k: statistics.median(v.cpu) for k, v in samples.items()}
+                proc = {k: v.process_cpu / v.calls * 1e6 for k, v in samples.items()}
+                rows.append([label, f"{wall['off']:.1f}", f"{wall['on']:.1f}",
+                             f"{wall['on'] - wall['off']:+.1f}", f"{p99['off']:.0f} / {p99['on']:.0f}",
+                             f"{cpu['off']:.1f}", f"{cpu['on']:.1f}", f"{cpu['on'] - cpu['off']:+.1f}",
+                             f"{proc['on'] - proc['off']:+.1f}", str(samples["on"].calls)])
+    print(f"OTLP sink received: {counts}", file=sys.stderr)
+    return rows
+
+
+def _empty() -> None:
+    return None
+
+
+def off_path_ns(loops: int = 200_000) -> tuple[float, float]:
+    """Nanoseconds the call path spends on telemetry when it is off (the hub's
+    ``with self.telemetry.serve(name, call) as traced: ... traced.done(result)``),
+    and, for scale on a loaded machine, four calls of an empty function."""
+    from mcp_hub.telemetry import OFF
+
+    call = CallContext(tool_name="echo")
+    result = CallToolResult(content=[])
+    best = scale = float("inf")
+    for _ in range(5):
+        started = time.perf_counter_ns()
+        for _ in range(loops):
+            with OFF.serve("echo", call) as traced:
+                traced.done(result)
+        best = min(best, (time.perf_counter_ns() - started) / loops)
+        started = time.perf_counter_ns()
+        for _ in range(loops):
+            _empty()
+            _empty()
+            _empty()
+            _empty()
+        scale = min(scale, (time.perf_counter_ns() - started) / loops)
+    return best, scale
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=4000, help="measured calls per target and side")
+    parser.add_argument("--rounds", type=int, default=6)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    rows = anyio.run(run, args)
+    load = os.getloadavg()
+    print(f"# telemetry cost per call, in-process ({time.strftime('%Y-%m-%d %H:%M')}; "
+          f"{os.cpu_count()} CPUs, load average {load[0]:.2f}; "
+          f"run took {time.perf_counter() - started:.0f} s)\n")
+    print(markdown_table(["tool", "wall p50 off µs", "wall p50 on µs", "added wall p50 µs",
+                          "wall p99 off / on µs", "CPU p50 off µs", "CPU p50 on µs",
+                          "added CPU p50 µs", "added process CPU µs/call", "calls per side"], rows))
+    off, scale = off_path_ns()
+    print(f"\nTelemetry off, per call: {off:.0f} ns (best of 5 × 200,000 no-op spans); "
+          f"four calls of an empty function in the same run: {scale:.0f} ns")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""The OpenTelemetry SDK side: providers, OTLP/HTTP exporters, and a quiet failure mode.
+
+The hub's providers are its own, never installed as the global ones: the
+``mcp`` SDK opens a span of its own around every request it sends, and with a
+global provider each upstream call would be traced twice. Left on the no-op
+global, the SDK's span only carries the current context along, so the SDK's
+own ``_meta`` injection writes the hub's client span (see
+:mod:`mcp_hub.telemetry.spans`).
+
+An unreachable collector must not hurt calls: spans wait in the batch
+processor's bounded queue (``OTEL_BSP_MAX_QUEUE_SIZE``, default 2048; the
+oldest are dropped beyond it) and are exported from its own thread. The
+exporter's per-batch error lines are replaced by one warning when exports
+start failing and one line when they work again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_hub.telemetry.settings import ResolvedTelemetry
+
+__all__ = ["Providers", "build_providers"]
+
+logger = logging.getLogger("mcp_hub.telemetry")
+
+# Histogram boundaries the MCP semantic conventions recommend for operation durations.
+DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_EXPORTER_LOGGERS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+    "opentelemetry.exporter.otlp.proto.http",
+    "opentelemetry.exporter.http.transport",
+    "opentelemetry.sdk._shared_internal",
+    "opentelemetry.sdk.metrics._internal.export",
+)
+
+
+class ExportHealth:
+    """Turns a stream of export outcomes into one log line per outage and per recovery."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.failing = False
+        self.failures = 0
+        self.last_reason = ""
+        self._lock = threading.Lock()
+
+    def record(self, ok: bool, what: str) -> None:
+        with self._lock:
+            if ok:
+                if self.failing:
+                    self.failing = False
+                    logger.info("telemetry: exporting to %s works again", self.label)
+                return
+            self.failures += 1
+            if self.failing:
+                return
+            self.failing = True
+        reason = f" ({self.last_reason})" if self.last_reason else ""
+        logger.warning("telemetry: cannot export %s to %s%s; dropping telemetry until it answers "
+                       "(logged once per outage)", what, self.label, reason)
+
+
+class _Swallow(logging.Filter):
+    """Keeps the exporters' own per-batch error lines out of the log; remembers the last."""
+
+    def __init__(self, health: ExportHealth) -> None:
+        super().__init__()
+        self.health = health
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING and ".exporter." in record.name:
+            self.health.last_reason = record.getMessage()[:200]
+        return False
+
+    def install(self) -> None:
+        for name in _EXPORTER_LOGGERS:
+            logging.getLogger(name).addFilter(self)
+
+    def remove(self) -> None:
+        for name in _EXPORTER_LOGGERS:
+            logging.getLogger(name).removeFilter(self)
+
+
+def _quiet_span_exporter(inner: Any, health: ExportHealth) -> Any:
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class QuietSpanExporter(SpanExporter):
+        def export(self, spans: Sequence[Any]) -> SpanExportResult:
+            try:
+                result = inner.export(spans)
+            except Exception as exc:
+                health.last_reason = type(exc).__name__
+                result = SpanExportResult.FAILURE
+            health.record(result is SpanExportResult.SUCCESS, "spans")
+            return result  # type: ignore[no-any-return]
+
+        def shutdown(self) -> None:
+            inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return bool(inner.force_flush(timeout_millis))
+
+    return QuietSpanExporter()
+
+
+def _quiet_metric_exporter(inner: Any, health: ExportHealth) -> Any:
+    from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
+
+    class QuietMetricExporter(MetricExporter):
+        def __init__(self) -> None:
+            super().__init__(preferred_temporality=inner._preferred_temporality,
+                             preferred_aggregation=inner._preferred_aggregation)
+
+        def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kw: Any
+                   ) -> MetricExportResult:
+            try:
+                result = inner.export(metrics_data, timeout_millis=timeout_millis, **kw)
+            except Exception as exc:
+                health.last_reason = type(exc).__name__
+                result = MetricExportResult.FAILURE
+            health.record(result is MetricExportResult.SUCCESS, "metrics")
+            return result  # type: ignore[no-any-return]
+
+        def force_flush(self, timeout_millis: float = 10_000) -> bool:
+            return bool(inner.force_flush(timeout_millis))
+
+        def shutdown(self, timeout_millis: float = 30_000, **kw: Any) -> None:
+            inner.shutdown()
+
+    return QuietMetricExporter()
+
+
+@dataclass
+class Providers:
+    """The hub's tracer and meter providers, and how their exports are doing."""
+
+    tracer_provider: Any
+    meter_provider: Any | None
+    span_processor: Any
+    health: ExportHealth
+    swallow: _Swallow
+
+    def shutdown(self) -> None:
+        """Flush and stop (blocking; bounded by the exporters' own timeouts)."""
+        try:
+            self.tracer_provider.shutdown()
+            if self.meter_provider is not None:
+                self.meter_provider.shutdown(timeout_millis=5_000)
+        finally:
+            self.swallow.remove()
+
+
+def build_providers(settings: ResolvedTelemetry, service_version: str) -> Providers:
+    """Providers exporting over OTLP/HTTP; ImportError when the SDK is not installed."""
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
+
+    health = ExportHealth(settings.label)
+    swallow = _Swallow(health)
+    swallow.install()
+    resource = Resource.create({SERVICE_NAME: settings.service_name,
+                                SERVICE_VERSION: service_version})
+    root = ALWAYS_ON if settings.sample_ratio >= 1.0 else TraceIdRatioBased(settings.sample_ratio)
+    # The hub flushes at its own exit, bounded (mcp_hub.telemetry.stop_telemetry); an
+    # interpreter-exit flush would wait out the exporter's timeout on a dead collector.
+    tracer_provider = TracerProvider(resource=resource, sampler=ParentBased(root),
+                                     shutdown_on_exit=False)
+    exporter = _quiet_span_exporter(OTLPSpanExporter(endpoint=settings.traces_endpoint), health)
+    processor = BatchSpanProcessor(exporter)
+    tracer_provider.add_span_processor(processor)
+    meter_provider = None
+    if settings.metrics:
+        metric_exporter = _quiet_metric_exporter(
+            OTLPMetricExporter(endpoint=settings.metrics_endpoint), health)
+        reader = PeriodicExportingMetricReader(
+            metric_exporter, export_interval_millis=settings.metric_interval_seconds * 1000.0)
+        meter_provider = MeterProvider(resource=resource, metric_readers=[reader],
+                                       shutdown_on_exit=False)
+    return Providers(tracer_provider, meter_provider, processor, health, swallow)
