@@ -24,6 +24,7 @@ from mcp import types
 
 from mcp_hub import __version__, runtime
 from mcp_hub.access import EVERYONE, AccessControl, Caller, as_caller, caller_of_state
+from mcp_hub.auth.audit import AuditLog, audit_fields
 from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.discovery import discover_builtin_tools
@@ -75,6 +76,8 @@ class Hub:
         self.hooks = HookManager()
         self.sessions = SessionTracker()
         self.metrics = Metrics()
+        #: One JSON line per call and per denied request ([audit]; mcp_hub.auth.audit).
+        self.audit = AuditLog(config.audit)
         self.version = __version__
         self.started_at = time.time()
         self.plugins: list[str] = []
@@ -398,6 +401,7 @@ class Hub:
             call.hub = self
         started = time.perf_counter()
         status = "error"
+        result: types.CallToolResult | None = None
         try:
             result = await handle_function_call(
                 name, arguments or {}, registry=self.registry, hooks=self.hooks,
@@ -413,8 +417,11 @@ class Hub:
         finally:
             entry = self.registry.get_entry(name)
             server = _server_of_toolset(entry.toolset) if entry else "hub"
-            self.metrics.observe_call(name, server, status, time.perf_counter() - started,
-                                      time.time())
+            seconds = time.perf_counter() - started
+            self.metrics.observe_call(name, server, status, seconds, time.time(), identity=caller.identity)
+            if self.audit.enabled:
+                self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
+                                               seconds, arguments, result))
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:
@@ -467,6 +474,7 @@ class Hub:
                  "duration_ms": round(c.duration_ms, 2), "time": c.time}
                 for c in list(self.metrics.recent)[-20:]
             ],
+            "identities": self.metrics.identity_summary(),
             **extra,
         }
 

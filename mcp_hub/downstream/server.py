@@ -19,6 +19,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller
 from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
+from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.visibility import CallerBus, remember_caller
 from mcp_hub.hub import Hub
@@ -94,13 +95,14 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     if profile is not None and profile not in hub.config.profiles:
         raise KeyError(f"unknown profile {profile!r}")
     # Every handler below asks hub.access about this caller before it lists or routes.
-    caller = Caller(profile=profile)
+    # Over HTTP with sign-in, caller_for adds the request's identity to the endpoint's caller.
+    endpoint = Caller(profile=profile)
     access = hub.access
 
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         _track(hub, ctx)
         await _startup(hub)
-        return types.ListToolsResult(tools=hub.list_tools(caller))
+        return types.ListToolsResult(tools=hub.list_tools(caller_for(ctx, endpoint)))
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         conn = _track(hub, ctx)
@@ -109,7 +111,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         # Over Streamable HTTP, a call whose answer cannot be delivered any more is
         # cancelled (mcp_hub.downstream.resume).
         with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
-            return await hub.call_tool(params.name, params.arguments, call, profile=caller)
+            return await hub.call_tool(params.name, params.arguments, call, profile=caller_for(ctx, endpoint))
         return types.CallToolResult(
             content=[types.TextContent(text="the client went away; the call was cancelled")],
             is_error=True)
@@ -117,11 +119,11 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(hub, ctx)
         await _startup(hub)
-        return types.ListPromptsResult(prompts=access.prompts(caller, hub.upstreams.list_prompts()))
+        return types.ListPromptsResult(prompts=access.prompts(caller_for(ctx, endpoint), hub.upstreams.list_prompts()))
 
     async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         await _startup(hub)
-        access.check_prompt(caller, params.name)
+        access.check_prompt(caller_for(ctx, endpoint), params.name)
         call = SessionCallContext(ctx, params.name, hub)
         return await hub.upstreams.get_prompt(params.name, params.arguments, call)
 
@@ -131,19 +133,19 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         _track(hub, ctx)
         await _startup(hub)
         return types.ListResourcesResult(
-            resources=access.resources(caller, hub.upstreams.list_resources()))
+            resources=access.resources(caller_for(ctx, endpoint), hub.upstreams.list_resources()))
 
     async def list_templates(
         ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         await _startup(hub)
         return types.ListResourceTemplatesResult(
-            resource_templates=access.templates(caller, hub.upstreams.list_resource_templates())
+            resource_templates=access.templates(caller_for(ctx, endpoint), hub.upstreams.list_resource_templates())
         )
 
     async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         await _startup(hub)
-        access.check_resource(caller, str(params.uri))
+        access.check_resource(caller_for(ctx, endpoint), str(params.uri))
         call = SessionCallContext(ctx, str(params.uri), hub)
         return await hub.upstreams.read_resource(str(params.uri), call)
 
@@ -151,8 +153,8 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         conn = _track(hub, ctx)
         await _startup(hub)
         uri = str(params.uri)
-        access.check_resource(caller, uri)
-        remember_caller(conn, caller)
+        access.check_resource(caller_for(ctx, endpoint), uri)
+        remember_caller(conn, caller_for(ctx, endpoint))
         subs = hub.resource_subscribers.setdefault(uri, [])
         if conn not in subs:
             subs.append(conn)
@@ -166,7 +168,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         conn = connection_of(ctx)
         uri = str(params.uri)
-        access.check_resource(caller, uri)
+        access.check_resource(caller_for(ctx, endpoint), uri)
         subs = hub.resource_subscribers.get(uri, [])
         if conn in subs:
             subs.remove(conn)
@@ -177,7 +179,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
 
     async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
         await _startup(hub)
-        access.check_completion(caller, params.ref)
+        access.check_completion(caller_for(ctx, endpoint), params.ref)
         completion = await hub.upstreams.complete(params.ref, params.argument, params.context)
         return types.CompleteResult(completion=completion)
 
@@ -216,7 +218,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
         on_completion=complete,
-        on_subscriptions_listen=ListenHandler(CallerBus(hub.sessions.bus, access, caller)),
+        on_subscriptions_listen=ListenHandler(CallerBus(hub.sessions.bus, access, endpoint)),
     )
     server.hub = hub
     # The SDK's OpenTelemetry middleware opens a span per message even with no
