@@ -150,6 +150,7 @@ class Hub:
             # No shielding scope here: the task groups on the stack must be exited
             # inside the very cancel scope they were entered in.
             await stack.__aexit__(exc_type, exc, tb)
+        self.audit.flush(2.0)  # the writer thread's last lines; bounded, and only at exit
         return None
 
     def _install_builtins(self) -> None:
