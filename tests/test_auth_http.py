@@ -227,3 +227,98 @@ async def test_two_identities_see_and_reach_different_tools(tmp_path: Path) -> N
     assert ok["client_id"] == "vscode" and ok["server"] == "echo" and ok["arguments_bytes"] > 0
     assert ok["result_bytes"] > 0 and ok["session"]
     assert CANARY not in audit.read_text()
+
+
+async def test_the_bridge_sees_only_what_the_identity_reaches(tmp_path: Path) -> None:
+    config = _config(tmp_path, "http://127.0.0.1:9", tmp_path / "audit.jsonl",
+                     extra='\n[tool_search]\nmode = "on"\n')
+    with anyio.fail_after(120):
+        async with oauth_server() as auth:
+            config.write_text(config.read_text().replace("http://127.0.0.1:9", auth.issuer))
+            async with http_hub(config, tmp_path) as hub:
+                alice = {"Authorization": f"Bearer {await _alice(auth, hub)}"}
+                async with http_session(hub.mcp_url, headers=alice) as session:
+                    assert {"tool_search", "tool_describe", "tool_call"} <= await _names(session)
+                    found = await session.call_tool("tool_search", {"query": "echo text back"})
+                    text = found.content[0].text if isinstance(found.content[0], TextContent) else ""
+                    assert "echo_echo" in text and "other_" not in text
+                    described = await session.call_tool("tool_describe", {"name": "other_echo"})
+                    block = described.content[0]
+                    assert isinstance(block, TextContent)
+                    answer = json.loads(block.text)
+                    # Hidden reads as absent, and the suggestions come only from what alice sees.
+                    assert answer["tools"] == [] and answer["not_found"][0]["close"] == ["echo_echo"]
+                    with pytest.raises(MCPError) as caught:
+                        await session.call_tool("tool_call", {"name": "other_echo", "arguments": {"text": CANARY}})
+                    assert "Unknown tool" in str(caught.value) and "Did you mean: echo_echo" in str(caught.value)
+                    ok = await session.call_tool("tool_call", {"name": "echo_echo", "arguments": {"text": "hi"}})
+                    assert not ok.is_error
+                async with http_session(hub.mcp_url, headers={"Authorization": f"Bearer {CI_TOKEN}"}) as session:
+                    found = await session.call_tool("tool_search", {"query": "echo text back"})
+                    text = found.content[0].text if isinstance(found.content[0], TextContent) else ""
+                    assert "other_echo" in text and "echo_echo" not in text
+
+
+async def test_the_sdk_client_signs_in_by_itself(tmp_path: Path) -> None:
+    """The SDK's OAuthClientProvider: 401 → RFC 9728 metadata → OIDC discovery → dynamic
+    registration → authorization code with PKCE (the browser step driven headless) → token
+    for the hub's resource → list and call."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+    class Memory:
+        tokens: OAuthToken | None = None
+        client: OAuthClientInformationFull | None = None
+
+        async def get_tokens(self) -> OAuthToken | None:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return self.client
+
+        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+            self.client = client_info
+
+    redirected: dict[str, str] = {}
+
+    async def browser(url: str) -> None:
+        # The user's browser: the mock server signs the user in and redirects with a code.
+        async with httpx2.AsyncClient(timeout=10) as plain:
+            response = await plain.get(url, follow_redirects=False)
+        assert response.status_code in (301, 302, 303, 307), response.text
+        query = httpx2.URL(response.headers["location"]).params
+        redirected.update(code=query["code"], state=query.get("state", ""))
+
+    async def callback() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=redirected["code"], state=redirected["state"] or None)
+
+    storage = Memory()
+    with anyio.fail_after(120):
+        async with oauth_server() as auth, http_hub(_config(tmp_path, auth.issuer, tmp_path / "a.log"),
+                                                   tmp_path) as hub:
+            await auth.login("alice", scope="mcp")
+            provider = OAuthClientProvider(
+                server_url=hub.mcp_url,
+                client_metadata=OAuthClientMetadata(
+                    redirect_uris=["http://127.0.0.1:1/callback"], client_name="sdk-test",
+                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+                    token_endpoint_auth_method="none"),
+                storage=storage, redirect_handler=browser, callback_handler=callback)
+            async with (
+                httpx2.AsyncClient(auth=provider, timeout=30) as http,
+                streamable_http_client(hub.mcp_url, http_client=http) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                names = await _names(session)
+                assert "echo_echo" in names and "other_echo" not in names
+                result = await session.call_tool("echo_echo", {"text": "signed in"})
+                assert isinstance(result.content[0], TextContent) and result.content[0].text == "signed in"
+    assert storage.client is not None and storage.tokens is not None
+    claims = _payload(storage.tokens.access_token)
+    assert claims["sub"] == "alice" and claims["aud"] == f"{hub.base}/mcp"
+    assert "code" in redirected
