@@ -322,3 +322,41 @@ async def test_the_sdk_client_signs_in_by_itself(tmp_path: Path) -> None:
     claims = _payload(storage.tokens.access_token)
     assert claims["sub"] == "alice" and claims["aud"] == f"{hub.base}/mcp"
     assert "code" in redirected
+
+
+async def test_list_changed_reaches_identities_whose_tools_changed(tmp_path: Path) -> None:
+    """Through real sessions: each identity hears of changes to what it sees, and its list
+    follows. (That the others are *not* told is exact in test_auth_units; here, notifications
+    on separate streams cannot be ordered against each other.)"""
+    from mcp import types
+
+    heard: dict[str, list[anyio.Event]] = {"alice": [anyio.Event()], "ci": [anyio.Event()]}
+
+    def handler(who: str) -> Any:
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                heard[who][-1].set()
+                heard[who].append(anyio.Event())
+        return on_message
+
+    with anyio.fail_after(120):
+        async with oauth_server() as auth, http_hub(_config(tmp_path, auth.issuer, tmp_path / "a.log"),
+                                                   tmp_path) as hub:
+            alice_headers = {"Authorization": f"Bearer {await _alice(auth, hub)}"}
+            async with (
+                http_session(hub.mcp_url, headers=alice_headers, message_handler=handler("alice")) as alice,
+                http_session(hub.mcp_url, headers={"Authorization": f"Bearer {CI_TOKEN}"},
+                             message_handler=handler("ci")) as ci,
+            ):
+                await _names(alice)
+                await _names(ci)
+                # A tool appears on the server only ci reaches: ci hears of it, alice does not.
+                await ci.call_tool("other_add_tool", {"name": "extra"})
+                await heard["ci"][0].wait()
+                assert "other_extra" in await _names(ci)
+                # Then one on alice's server: the first notification alice hears is this one.
+                await alice.call_tool("echo_add_tool", {"name": "mine"})
+                await heard["alice"][0].wait()
+                assert len(heard["alice"]) == 2
+                names = await _names(alice)
+                assert "echo_mine" in names and "other_extra" not in names

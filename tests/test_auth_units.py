@@ -202,3 +202,35 @@ async def test_hub_status_counts_calls_per_identity() -> None:
     async with Hub(parse_config("")) as hub:
         await hub.call_tool("hub_status", {}, profile=Caller(identity="alice", attributes=frozenset({"sub:alice"})))
         assert hub.status()["identities"]["alice"]["ok"] == 1
+
+
+async def test_tools_list_changed_only_reaches_connections_whose_tools_changed() -> None:
+    from mcp_hub.downstream.sessions import SessionTracker
+
+    class Conn:
+        def __init__(self, who: str) -> None:
+            self.state: dict[str, Any] = {"who": who}
+            self.told = 0
+
+        async def send_tool_list_changed(self) -> None:
+            self.told += 1
+
+    from contextlib import AsyncExitStack
+
+    tools = {"alice": 1, "ci": 1}
+    tracker = SessionTracker()
+    tracker.visible = lambda conn: tools[conn.state["who"]]
+    alice, ci = Conn("alice"), Conn("ci")
+    async with AsyncExitStack() as stack:
+        for conn in (alice, ci):
+            conn.exit_stack = stack  # type: ignore[attr-defined]
+            tracker.add(conn)  # type: ignore[arg-type]
+        tools["ci"] = 2
+        await tracker._broadcast("tools")
+        assert (alice.told, ci.told) == (0, 1)
+        tools["alice"] = 2
+        await tracker._broadcast("tools")
+        assert (alice.told, ci.told) == (1, 1)
+        tracker.visible = None  # without a digest every connection is told
+        await tracker._broadcast("tools")
+        assert (alice.told, ci.told) == (2, 2)

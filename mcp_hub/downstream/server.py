@@ -21,7 +21,7 @@ from mcp_hub.access import Caller
 from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.instructions import hub_instructions
-from mcp_hub.downstream.visibility import CallerBus, remember_caller
+from mcp_hub.downstream.visibility import CallerBus, ToolsDigest, remember_caller
 from mcp_hub.hub import Hub
 
 __all__ = ["HubServer", "build_server"]
@@ -64,9 +64,11 @@ async def _startup(hub: Hub) -> None:
     await hub.startup.wait_lists()
 
 
-def _track(hub: Hub, ctx: Ctx) -> Any:
+def _track(hub: Hub, ctx: Ctx, caller: Caller | None = None) -> Any:
     conn = connection_of(ctx)
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and hasattr(conn, "exit_stack"):
+        if caller is not None:
+            remember_caller(conn, caller)  # list_changed goes only where the visible tools changed
         hub.sessions.add(conn)
     return conn
 
@@ -98,14 +100,27 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     # Over HTTP with sign-in, caller_for adds the request's identity to the endpoint's caller.
     endpoint = Caller(profile=profile)
     access = hub.access
+    digest = ToolsDigest(hub)
+    hub.sessions.visible = digest.of_connection
+    listeners: dict[Caller, ListenHandler] = {}
+
+    async def listen(ctx: Ctx, params: types.SubscriptionsListenRequestParams) -> Any:
+        # One listen handler per caller: its bus view drops what the caller may not see.
+        who = caller_for(ctx, endpoint)
+        handler = listeners.get(who)
+        if handler is None:
+            handler = ListenHandler(CallerBus(hub.sessions.bus, access, who, digest))
+            if len(listeners) < 256:
+                listeners[who] = handler
+        return await handler(ctx, params)
 
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        _track(hub, ctx)
+        _track(hub, ctx, caller_for(ctx, endpoint))
         await _startup(hub)
         return types.ListToolsResult(tools=hub.list_tools(caller_for(ctx, endpoint)))
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        conn = _track(hub, ctx)
+        conn = _track(hub, ctx, caller_for(ctx, endpoint))
         # Hub.call_tool applies the start-up rules (no wait for a registered tool).
         call = SessionCallContext(ctx, params.name, hub)
         # Over Streamable HTTP, a call whose answer cannot be delivered any more is
@@ -117,7 +132,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
             is_error=True)
 
     async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        _track(hub, ctx)
+        _track(hub, ctx, caller_for(ctx, endpoint))
         await _startup(hub)
         return types.ListPromptsResult(prompts=access.prompts(caller_for(ctx, endpoint), hub.upstreams.list_prompts()))
 
@@ -130,7 +145,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     async def list_resources(
         ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        _track(hub, ctx)
+        _track(hub, ctx, caller_for(ctx, endpoint))
         await _startup(hub)
         return types.ListResourcesResult(
             resources=access.resources(caller_for(ctx, endpoint), hub.upstreams.list_resources()))
@@ -150,7 +165,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         return await hub.upstreams.read_resource(str(params.uri), call)
 
     async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        conn = _track(hub, ctx)
+        conn = _track(hub, ctx, caller_for(ctx, endpoint))
         await _startup(hub)
         uri = str(params.uri)
         access.check_resource(caller_for(ctx, endpoint), uri)
@@ -184,7 +199,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         return types.CompleteResult(completion=completion)
 
     async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        conn = _track(hub, ctx)
+        conn = _track(hub, ctx, caller_for(ctx, endpoint))
         state = getattr(conn, "state", None)
         if isinstance(state, dict):
             state["mcp_hub.log_level"] = params.level
@@ -198,7 +213,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         return types.EmptyResult()
 
     async def initialized(ctx: Ctx, params: types.NotificationParams) -> None:
-        _track(hub, ctx)
+        _track(hub, ctx, caller_for(ctx, endpoint))
         _watch_roots(hub, ctx)
 
     async def roots_changed(ctx: Ctx, params: types.NotificationParams) -> None:
@@ -218,7 +233,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
         on_completion=complete,
-        on_subscriptions_listen=ListenHandler(CallerBus(hub.sessions.bus, access, endpoint)),
+        on_subscriptions_listen=listen,
     )
     server.hub = hub
     # The SDK's OpenTelemetry middleware opens a span per message even with no
