@@ -23,6 +23,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,8 @@ async def _drive(guard: GuardMiddleware, token: str, calls: int) -> list[float]:
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
 
     times = []
     for _ in range(calls):

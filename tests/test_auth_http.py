@@ -266,6 +266,7 @@ async def test_the_sdk_client_signs_in_by_itself(tmp_path: Path) -> None:
     from mcp.client.auth import OAuthClientProvider
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+    from pydantic import AnyUrl
 
     class Memory:
         tokens: OAuthToken | None = None
@@ -304,7 +305,7 @@ async def test_the_sdk_client_signs_in_by_itself(tmp_path: Path) -> None:
             provider = OAuthClientProvider(
                 server_url=hub.mcp_url,
                 client_metadata=OAuthClientMetadata(
-                    redirect_uris=["http://127.0.0.1:1/callback"], client_name="sdk-test",
+                    redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")], client_name="sdk-test",
                     grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                     token_endpoint_auth_method="none"),
                 storage=storage, redirect_handler=browser, callback_handler=callback)
