@@ -76,7 +76,12 @@ def _quoted(value: str) -> str:
 
 def challenge(*, metadata_url: str | None, error: str | None, description: str | None,
               scopes: list[str]) -> str:
-    """A ``WWW-Authenticate: Bearer …`` value (RFC 6750 with RFC 9728's ``resource_metadata``)."""
+    """A ``WWW-Authenticate: Bearer …`` value (RFC 6750 with RFC 9728's ``resource_metadata``).
+
+    Without ``[auth]`` (static tokens only) the challenge stays ``Bearer realm="mcp-hub"``.
+    """
+    if not metadata_url:
+        return 'Bearer realm="mcp-hub"'
     parts = []
     if error:
         parts.append(f'error="{_quoted(error)}"')
@@ -84,8 +89,5 @@ def challenge(*, metadata_url: str | None, error: str | None, description: str |
         parts.append(f'error_description="{_quoted(description)}"')
     if scopes:
         parts.append(f'scope="{_quoted(" ".join(scopes))}"')
-    if metadata_url:
-        parts.append(f'resource_metadata="{_quoted(metadata_url)}"')
-    else:
-        parts.append('realm="mcp-hub"')
+    parts.append(f'resource_metadata="{_quoted(metadata_url)}"')
     return "Bearer " + ", ".join(parts)

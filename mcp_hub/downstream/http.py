@@ -150,8 +150,8 @@ class GuardMiddleware:
                 found = self.authn.from_cookie(headers.get("cookie", ""))
             if found is None:
                 client = scope.get("client") or ("?", 0)
-                logger.warning("refused %s %s from %s: %d %s", scope.get("method"), path, client[0],
-                               failure.status, failure.description)
+                logger.warning("authentication failed for %s %s from %s: %d %s", scope.get("method"),
+                               path, client[0], failure.status, failure.description)
                 if self.audit is not None:
                     who = failure.identity
                     self.audit.denied(identity=who.name if who else None,
