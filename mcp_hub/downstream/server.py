@@ -14,14 +14,13 @@ from typing import Any
 from mcp import types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller
 from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.instructions import hub_instructions
-from mcp_hub.downstream.visibility import CallerBus, ToolsDigest, remember_caller
+from mcp_hub.downstream.visibility import CallerListen, ToolsDigest, remember_caller
 from mcp_hub.hub import Hub
 
 __all__ = ["HubServer", "build_server"]
@@ -102,17 +101,6 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     access = hub.access
     digest = ToolsDigest(hub)
     hub.sessions.visible = digest.of_connection
-    listeners: dict[Caller, ListenHandler] = {}
-
-    async def listen(ctx: Ctx, params: types.SubscriptionsListenRequestParams) -> Any:
-        # One listen handler per caller: its bus view drops what the caller may not see.
-        who = caller_for(ctx, endpoint)
-        handler = listeners.get(who)
-        if handler is None:
-            handler = ListenHandler(CallerBus(hub.sessions.bus, access, who, digest))
-            if len(listeners) < 256:
-                listeners[who] = handler
-        return await handler(ctx, params)
 
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         _track(hub, ctx, caller_for(ctx, endpoint))
@@ -233,7 +221,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
         on_completion=complete,
-        on_subscriptions_listen=listen,
+        on_subscriptions_listen=CallerListen(hub.sessions.bus, access, digest, endpoint),
     )
     server.hub = hub
     # The SDK's OpenTelemetry middleware opens a span per message even with no

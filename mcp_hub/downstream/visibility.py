@@ -16,12 +16,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from mcp.server.subscriptions import SubscriptionBus
+from mcp import types
+from mcp.server.subscriptions import ListenHandler, SubscriptionBus
 from mcp.shared.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
 
 from mcp_hub.access import AccessControl, Caller, caller_of_state
+from mcp_hub.downstream.identity import caller_for
 
-__all__ = ["CallerBus", "ToolsDigest", "remember_caller"]
+__all__ = ["CallerBus", "CallerListen", "ToolsDigest", "remember_caller"]
 
 
 class ToolsDigest:
@@ -88,3 +90,25 @@ class CallerBus:
             listener(event)
 
         return self._bus.subscribe(deliver)
+
+
+class CallerListen:
+    """The ``subscriptions/listen`` handler of one endpoint: one SDK handler per caller.
+
+    Each caller's stream reads the bus through a :class:`CallerBus` of its own, so
+    resource updates and tool list changes reach it only as far as it may see them.
+    """
+
+    def __init__(self, bus: SubscriptionBus, access: AccessControl, digest: ToolsDigest,
+                 endpoint: Caller) -> None:
+        self._bus, self._access, self._digest, self._endpoint = bus, access, digest, endpoint
+        self._handlers: dict[Caller, ListenHandler] = {}
+
+    async def __call__(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+        who = caller_for(ctx, self._endpoint)
+        handler = self._handlers.get(who)
+        if handler is None:
+            handler = ListenHandler(CallerBus(self._bus, self._access, who, self._digest))
+            if len(self._handlers) < 256:  # bounded; past it, a caller gets a handler per stream
+                self._handlers[who] = handler
+        return await handler(ctx, params)
