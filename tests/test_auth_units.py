@@ -205,7 +205,7 @@ async def test_hub_status_counts_calls_per_identity() -> None:
 
 
 async def test_tools_list_changed_only_reaches_connections_whose_tools_changed() -> None:
-    from mcp_hub.downstream.sessions import SessionTracker
+    from mcp_hub.sessions import SessionTracker
 
     class Conn:
         def __init__(self, who: str) -> None:
