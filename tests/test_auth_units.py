@@ -234,3 +234,25 @@ async def test_tools_list_changed_only_reaches_connections_whose_tools_changed()
         tracker.visible = None  # without a digest every connection is told
         await tracker._broadcast("tools")
         assert (alice.told, ci.told) == (2, 2)
+
+
+def test_the_audience_never_comes_from_a_host_header_anyone_can_send() -> None:
+    from mcp_hub.auth.authenticator import Authenticator
+    from mcp_hub.auth.settings import AuthConfig
+
+    def authn(auth: AuthConfig, public_url: str | None, trust_host: bool) -> Authenticator:
+        return Authenticator(tokens=[], auth=auth, public_url=public_url, name="hub",
+                             profiles=frozenset, rules=list, trust_host=trust_host)
+
+    scope = {"type": "http", "path": "/p/dev/mcp", "scheme": "http",
+             "headers": [(b"host", b"other-hub.example.com")]}
+    plain, fixed = AuthConfig(issuer=ISSUER), AuthConfig(issuer=ISSUER, audience="https://hub.example.com/mcp")
+    # Loopback: the Host names the hub (nobody else can reach it).
+    assert authn(plain, None, True).audiences(scope) == {
+        "http://other-hub.example.com/mcp", "http://other-hub.example.com/p/dev/mcp"}
+    # Beyond loopback: only what the config says.
+    assert authn(fixed, None, False).audiences(scope) == {"https://hub.example.com/mcp"}
+    assert authn(plain, "https://hub.example.com", False).audiences(scope) == {
+        "https://hub.example.com/mcp", "https://hub.example.com/p/dev/mcp"}
+    assert authn(fixed, "https://hub.example.com", False).audiences(scope) == {
+        "https://hub.example.com/mcp", "https://hub.example.com/p/dev/mcp"}

@@ -73,10 +73,14 @@ class Authenticator:
 
     def __init__(self, *, tokens: Sequence[tuple[str, str]], auth: AuthConfig | None,
                  public_url: str | None, name: str, profiles: Callable[[], frozenset[str]],
-                 rules: Callable[[], Sequence[AccessRule]]) -> None:
+                 rules: Callable[[], Sequence[AccessRule]], trust_host: bool = True) -> None:
         self._tokens = [(n, t.encode()) for n, t in tokens if t]
         self.auth = auth
         self.public_url = public_url
+        # The request's Host names the hub only when nobody else can reach it (a loopback
+        # bind); otherwise a client could pick the Host that matches a token meant for
+        # another resource. Then the audience comes from config alone.
+        self.trust_host = trust_host
         self.name = name
         self._profiles = profiles
         self._rules = rules
@@ -175,9 +179,16 @@ class Authenticator:
 
     def audiences(self, scope: Scope) -> set[str]:
         """The ``aud`` values accepted on this request's endpoint (trailing slash aside)."""
-        base = base_url(scope, self.public_url)
-        default = self.auth.audience if self.auth and self.auth.audience else f"{base}/mcp"
-        return {default.rstrip("/"), f"{base}{endpoint_of(scope.get('path', ''))}"}
+        accepted: set[str] = set()
+        if self.auth and self.auth.audience:
+            accepted.add(self.auth.audience.rstrip("/"))
+        if self.public_url or self.trust_host:
+            base = base_url(scope, self.public_url)
+            accepted |= {f"{base}/mcp", f"{base}{endpoint_of(scope.get('path', ''))}"}
+            if self.auth and self.auth.audience:
+                accepted.discard(f"{base}/mcp")  # an explicit audience replaces the default
+                accepted.add(self.auth.audience.rstrip("/"))
+        return accepted
 
     # ---------------------------------------------------------------- responses
     def metadata_url(self, scope: Scope) -> str | None:

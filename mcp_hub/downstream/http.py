@@ -324,7 +324,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http,
-                       authn=build_authenticator(hub, http), audit=hub.audit)
+                       authn=build_authenticator(hub, http, host), audit=hub.audit)
     return app
 
 
