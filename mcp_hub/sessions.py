@@ -59,7 +59,6 @@ class SessionTracker:
         self._loop_thread = 0
         #: Counters exposed as metrics: notifications sent per kind.
         self.sent: dict[str, int] = dict.fromkeys(_KINDS, 0)
-        self.listeners: list[Callable[[ChangeKind], None]] = []
         #: A digest of the tools a connection sees (set by the server); with it, a
         #: tools/list_changed goes only to connections whose visible tools changed.
         self.visible: Callable[[Connection], int] | None = None
@@ -82,9 +81,6 @@ class SessionTracker:
             connection.exit_stack.push_async_callback(_forget)
         except Exception:  # an exit stack already unwound: the weak set still cleans up
             logger.debug("could not register connection cleanup", exc_info=True)
-
-    def discard(self, connection: Connection) -> None:
-        self._connections.discard(connection)
 
     @property
     def count(self) -> int:
@@ -140,11 +136,6 @@ class SessionTracker:
 
     async def _broadcast(self, kind: ChangeKind) -> None:
         self.sent[kind] += 1
-        for listener in list(self.listeners):
-            try:
-                listener(kind)
-            except Exception:
-                logger.exception("list_changed listener failed")
         event: ToolsListChanged | PromptsListChanged | ResourcesListChanged
         if kind == "tools":
             event = ToolsListChanged()

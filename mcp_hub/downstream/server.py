@@ -15,11 +15,11 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_hub.access import Caller
+from mcp_hub.access import Caller, remember_caller
 from mcp_hub.downstream.call_context import SessionCallContext, connection_of
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.instructions import hub_instructions
-from mcp_hub.downstream.visibility import CallerListen, ToolsDigest, remember_caller
+from mcp_hub.downstream.visibility import CallerListen, ToolsDigest
 from mcp_hub.hub import Hub
 
 __all__ = ["HubServer", "build_server"]
@@ -119,7 +119,6 @@ class _Handlers:
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = _track(self.hub, ctx, self.who(ctx))
-        remember_caller(conn, self.who(ctx))
         await self.hub.subscribe(self.who(ctx), str(params.uri), conn)
         return types.EmptyResult()
 

@@ -2,7 +2,7 @@
 
 Resource updates reach clients two ways: ``notifications/resources/updated`` to
 handshake sessions that subscribed (filtered in :meth:`Hub._on_resource_updated`
-by the caller remembered here), and ``subscriptions/listen`` streams of
+by the caller the Hub remembers on the connection, :func:`remember_caller`), and ``subscriptions/listen`` streams of
 2026-07-28 clients, fed by the hub's subscription bus. :class:`CallerBus` gives
 each endpoint a view of that bus that drops updates of resources its caller may
 not read. A listen request naming a hidden URI is acknowledged like one naming
@@ -20,7 +20,7 @@ from mcp import types
 from mcp.server.subscriptions import ListenHandler, SubscriptionBus
 from mcp.shared.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
 
-from mcp_hub.access import AccessControl, Caller, caller_of_state
+from mcp_hub.access import AccessControl, Caller, caller_of_state, remember_caller
 from mcp_hub.downstream.identity import caller_for
 
 __all__ = ["CallerBus", "CallerListen", "ToolsDigest", "remember_caller"]
@@ -53,13 +53,6 @@ class ToolsDigest:
 
     def of_connection(self, connection: Any) -> int:
         return self(caller_of_state(getattr(connection, "state", None)))
-
-
-def remember_caller(connection: Any, caller: Caller) -> None:
-    """Store the caller on a connection, for notifications sent to it later."""
-    state = getattr(connection, "state", None)
-    if isinstance(state, dict):
-        state["mcp_hub.caller"] = caller
 
 
 class CallerBus:
