@@ -7,9 +7,11 @@ caller), ``prompts/list|get``, ``resources/list|read|templates/list``,
 ``resources/subscribe``, ``subscriptions/listen``, ``completion/complete`` and
 the resource-update notifications.
 
-A :class:`Caller` describes who asks. Today that is the profile of the endpoint
-(``/p/NAME/mcp``, ``--profile``); the ``identity`` field is where a caller named
-by its credential goes, so access rules per identity plug into the same point.
+A :class:`Caller` describes who asks: the profile of the endpoint
+(``/p/NAME/mcp``, ``--profile``) and, over HTTP with sign-in, the identity behind
+the bearer token with its attributes. ``[[access]]`` rules
+(:mod:`mcp_hub.auth.rules`) map the identity to a profile; the caller reaches
+what both the endpoint's profile and the identity's profile allow.
 An :class:`AccessPolicy` is computed once per (caller, registry generation,
 config) and is cheap to consult.
 
@@ -27,6 +29,7 @@ from typing import Any, Protocol
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
+from mcp_hub.auth.rules import first_match
 from mcp_hub.config import HubConfig
 from mcp_hub.naming import server_of_toolset
 from mcp_hub.pipeline import unknown_tool
@@ -49,14 +52,25 @@ _POLICY_CACHE = 64
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is asking: the endpoint's profile, and (once access rules exist) an identity.
+    """Who is asking: the endpoint's profile, and the signed-in identity if any.
 
-    ``profile`` None means the unrestricted endpoint. Frozen and hashable: it keys
-    the policy and bridge caches.
+    ``profile`` None means the unrestricted endpoint. ``identity`` is the identity's
+    name (``alice``, ``token:ci``) and ``attributes`` what ``[[access]]`` rules match
+    (``sub:alice``, ``scope:x``, ``group:ops``, ``client:id``, ``token:ci``). Frozen
+    and hashable: it keys the policy and bridge caches.
     """
 
     profile: str | None = None
     identity: str | None = None
+    attributes: frozenset[str] = frozenset()
+
+    @property
+    def client_id(self) -> str | None:
+        """The OAuth client the identity signed in with, if known."""
+        for attr in self.attributes:
+            if attr.startswith("client:"):
+                return attr[len("client:"):]
+        return None
 
     @property
     def label(self) -> str:
@@ -105,6 +119,19 @@ class AccessPolicy:
 
 
 UNRESTRICTED = AccessPolicy()
+NOTHING = AccessPolicy(tools=frozenset(), servers=frozenset())
+
+
+def _narrower(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
+    if a is None:
+        return b
+    return a if b is None else a & b
+
+
+def _both(a: AccessPolicy, b: AccessPolicy) -> AccessPolicy:
+    """What both policies allow (an endpoint's profile and an identity's rule)."""
+    return AccessPolicy(tools=_narrower(a.tools, b.tools), servers=_narrower(a.servers, b.servers),
+                        denied_servers=a.denied_servers | b.denied_servers)
 
 
 class Owners(Protocol):
@@ -160,11 +187,21 @@ class AccessControl:
         return policy
 
     def _compute(self, caller: Caller, config: HubConfig) -> AccessPolicy:
-        # Identities carry no rules of their own yet: a caller reaches what its
-        # endpoint's profile reaches. Rules per identity narrow the result here.
-        if caller.profile is None:
+        # The endpoint's profile, narrowed by the identity's [[access]] rule. Without
+        # rules every identity reaches what its endpoint reaches; with rules, an
+        # identity no rule matches reaches nothing.
+        endpoint = self._profile_policy(caller.profile, config)
+        if caller.identity is None or not config.access:
+            return endpoint
+        rule = first_match(config.access, caller.attributes)
+        if rule is None:
+            return NOTHING
+        return _both(endpoint, self._profile_policy(rule.profile, config))
+
+    def _profile_policy(self, profile: str | None, config: HubConfig) -> AccessPolicy:
+        if profile is None:
             return UNRESTRICTED
-        prof = config.profiles.get(caller.profile)
+        prof = config.profiles.get(profile)
         if prof is None:
             # An unknown profile (removed by a reload) reaches nothing.
             return AccessPolicy(tools=frozenset(), servers=frozenset())

@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from mcp_hub import commands
+from mcp_hub.auth.settings import AccessRule, AuditConfig, AuthConfig, NamedToken
 from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
 from mcp_hub.naming import is_upstream_toolset
@@ -73,7 +74,10 @@ class HttpConfig(_Model):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
-    auth_tokens: list[str] = Field(default_factory=list)
+    #: Static bearer tokens: a string, or ``{ name = "ci", token = "..." }`` (identity ``token:ci``).
+    auth_tokens: list[str | NamedToken] = Field(default_factory=list)
+    #: The URL clients use to reach the hub (behind a proxy); default: from each request.
+    public_url: str | None = Field(default=None, pattern=r"^https?://")
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
     stateless: bool = False
@@ -102,16 +106,22 @@ class HttpConfig(_Model):
 
     @field_validator("auth_tokens")
     @classmethod
-    def _strong_tokens(cls, value: list[str]) -> list[str]:
+    def _strong_tokens(cls, value: list[str | NamedToken]) -> list[str | NamedToken]:
         # Empty entries (an optional "${NEXT_TOKEN:-}") are dropped; a short token is an error.
-        tokens = [t for t in value if t]
-        for i, token in enumerate(tokens):
+        tokens = [t for t in value if (t.token if isinstance(t, NamedToken) else t)]
+        for i, entry in enumerate(tokens):
+            token = entry.token if isinstance(entry, NamedToken) else entry
             if len(token) < MIN_TOKEN_LENGTH:
                 raise ValueError(
                     f"token {i + 1} is {len(token)} characters long; use at least {MIN_TOKEN_LENGTH} "
                     "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
                 )
         return tokens
+
+    def token_entries(self) -> list[tuple[str, str]]:
+        """(name, token) of every static token; an unnamed one is named by its position."""
+        return [(t.name, t.token) if isinstance(t, NamedToken) else (f"token-{i + 1}", t)
+                for i, t in enumerate(self.auth_tokens)]
 
 
 MIN_TOKEN_LENGTH = 16
@@ -298,6 +308,9 @@ class HubConfig(_Model):
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
     pins: PinsConfig = Field(default_factory=PinsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    auth: AuthConfig | None = None
+    access: list[AccessRule] = Field(default_factory=list)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
 
     # Not part of the file: where it came from and which values were secrets.
     source: Annotated[Path | None, Field(exclude=True)] = None
@@ -324,6 +337,13 @@ class HubConfig(_Model):
                     f"{', '.join(sorted(RESERVED_TOOLSET_NAMES - {'all', '*'}))} and mcp-<server>)"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _rule_profiles(self) -> HubConfig:
+        for i, rule in enumerate(self.access):
+            if rule.profile is not None and rule.profile not in self.profiles:
+                raise ValueError(f"access.{i}.profile: no [profiles.{rule.profile}]")
+        return self
 
     def enabled_servers(self) -> dict[str, ServerConfig]:
         """Servers with ``enabled = true``, in file order."""

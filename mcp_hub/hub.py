@@ -24,6 +24,7 @@ from mcp import types
 
 from mcp_hub import __version__, runtime
 from mcp_hub.access import EVERYONE, AccessControl, Caller, as_caller, caller_of_state
+from mcp_hub.auth.audit import AuditLog, audit_fields
 from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.diagnosis import rejected_tools
@@ -82,6 +83,8 @@ class Hub(ServingMixin):
         self.hooks = HookManager()
         self.sessions = SessionTracker()
         self.metrics = Metrics()
+        #: One JSON line per call and per denied request ([audit]; mcp_hub.auth.audit).
+        self.audit = AuditLog(config.audit)
         self.version = __version__
         # OpenTelemetry traces and metrics of tool calls; a shared no-op when not configured.
         self.telemetry = start_telemetry(
@@ -162,6 +165,7 @@ class Hub(ServingMixin):
             # inside the very cancel scope they were entered in.
             await stack.__aexit__(exc_type, exc, tb)
         await stop_telemetry(self.telemetry)
+        self.audit.flush(2.0)  # the writer thread's last lines; bounded, and only at exit
         return None
 
     def _install_builtins(self) -> None:
@@ -416,6 +420,7 @@ class Hub(ServingMixin):
             call.hub = self
         started = time.perf_counter()
         status = "error"
+        result: types.CallToolResult | None = None
         try:
             with self.telemetry.serve(name, call) as traced:
                 result = await handle_function_call(
@@ -433,8 +438,11 @@ class Hub(ServingMixin):
         finally:
             entry = self.registry.get_entry(name)
             server = _server_of_toolset(entry.toolset) if entry else "hub"
-            self.metrics.observe_call(name, server, status, time.perf_counter() - started,
-                                      time.time())
+            seconds = time.perf_counter() - started
+            self.metrics.observe_call(name, server, status, seconds, time.time(), identity=caller.identity)
+            if self.audit.enabled:
+                self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
+                                               seconds, arguments, result))
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:
@@ -478,5 +486,6 @@ class Hub(ServingMixin):
                  "duration_ms": round(c.duration_ms, 2), "time": c.time}
                 for c in list(self.metrics.recent)[-20:]
             ],
+            "identities": self.metrics.identity_summary(),
             **extra,
         }

@@ -17,6 +17,10 @@ from mcp_hub.redact import redact
 
 __all__ = ["CallRecord", "Metrics"]
 
+#: Distinct identities counted by name; later ones are counted as "other" (bounded cardinality).
+MAX_IDENTITIES = 100
+OTHER_IDENTITY = "other"
+
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
            60.0, 120.0)
 
@@ -47,10 +51,21 @@ class Metrics:
         self._hist_count: dict[str, int] = defaultdict(int)
         self.recent: deque[CallRecord] = deque(maxlen=recent)
         self.upstream_reconnects: dict[str, int] = {}
+        #: Calls per (identity, status): the signed-in identity's name, at most MAX_IDENTITIES names.
+        self.identity_calls: dict[tuple[str, str], int] = defaultdict(int)
+        self._identities: set[str] = set()
 
-    def observe_call(self, tool: str, server: str, status: str, seconds: float, now: float) -> None:
+    def observe_call(self, tool: str, server: str, status: str, seconds: float, now: float,
+                     identity: str | None = None) -> None:
         with self._lock:
             self.calls[(tool, server, status)] += 1
+            if identity is not None:
+                if identity not in self._identities:
+                    if len(self._identities) >= MAX_IDENTITIES:
+                        identity = OTHER_IDENTITY
+                    else:
+                        self._identities.add(identity)
+                self.identity_calls[(identity, status)] += 1
             buckets = self._hist.get(server)
             if buckets is None:
                 buckets = self._hist[server] = [0] * (len(BUCKETS) + 1)
@@ -58,6 +73,14 @@ class Metrics:
             self._hist_sum[server] += seconds
             self._hist_count[server] += 1
             self.recent.append(CallRecord(tool, server, status, seconds * 1000.0, now))
+
+    def identity_summary(self) -> dict[str, dict[str, int]]:
+        """Calls per identity and status, for ``hub_status`` and the status page."""
+        with self._lock:
+            summary: dict[str, dict[str, int]] = {}
+            for (who, status), n in sorted(self.identity_calls.items()):
+                summary.setdefault(who, {})[status] = n
+            return summary
 
     def render(self, *, upstreams: list[Any], list_changed: dict[str, int], sessions: int) -> str:
         """The ``/metrics`` body. ``upstreams`` are :class:`UpstreamStatus`-like objects."""
@@ -81,6 +104,10 @@ class Metrics:
                     out.append(f'mcp_hub_tool_call_seconds_bucket{{{label},le="{le}"}} {cumulative}')
                 out.append(f"mcp_hub_tool_call_seconds_sum{{{label}}} {self._hist_sum[server]:.6f}")
                 out.append(f"mcp_hub_tool_call_seconds_count{{{label}}} {self._hist_count[server]}")
+            out.append("# HELP mcp_hub_identity_calls_total Tool calls by signed-in identity and status.")
+            out.append("# TYPE mcp_hub_identity_calls_total counter")
+            for (who, status), n in sorted(self.identity_calls.items()):
+                out.append(f'mcp_hub_identity_calls_total{{identity="{_esc(who)}",status="{_esc(status)}"}} {n}')
         rows = [(_esc(st.name), str(getattr(st.state, "value", st.state)), st) for st in upstreams]
         families: list[tuple[str, str, str, Any]] = [
             ("mcp_hub_upstream_up", "gauge", "1 when the upstream is ready.",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
@@ -60,6 +61,9 @@ class SessionTracker:
         self._loop_thread = 0
         #: Counters exposed as metrics: notifications sent per kind.
         self.sent: dict[str, int] = dict.fromkeys(_KINDS, 0)
+        #: A digest of the tools a connection sees (set by the server); with it, a
+        #: tools/list_changed goes only to connections whose visible tools changed.
+        self.visible: Callable[[Connection], int] | None = None
 
     # -- sessions -------------------------------------------------------------------------
     def add(self, connection: Connection) -> None:
@@ -67,6 +71,7 @@ class SessionTracker:
         if connection in self._connections:
             return
         self._connections.add(connection)
+        self._tools_changed_for(connection)  # the baseline: what it sees now
         ref = weakref.ref(connection)
 
         async def _forget() -> None:
@@ -139,6 +144,8 @@ class SessionTracker:
         for conn in list(self._connections):
             try:
                 if kind == "tools":
+                    if not self._tools_changed_for(conn):
+                        continue
                     await conn.send_tool_list_changed()
                 elif kind == "prompts":
                     await conn.send_prompt_list_changed()
@@ -147,6 +154,20 @@ class SessionTracker:
             except Exception:
                 logger.debug("dropping a connection that failed a notification", exc_info=True)
                 self._connections.discard(conn)
+
+    def _tools_changed_for(self, conn: Connection) -> bool:
+        """Whether the tools ``conn`` sees differ from the last time it was told (True if unknown)."""
+        state = getattr(conn, "state", None)
+        if self.visible is None or not isinstance(state, dict):
+            return True
+        try:
+            digest = self.visible(conn)
+        except Exception:
+            logger.debug("visible-tools digest failed", exc_info=True)
+            return True
+        before = state.get("mcp_hub.visible_tools")
+        state["mcp_hub.visible_tools"] = digest
+        return before != digest
 
     async def resource_updated(self, uri: str, subscribers: list[Connection]) -> None:
         """Tell subscribed connections (and listen streams) that ``uri`` changed."""

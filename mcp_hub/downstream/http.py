@@ -20,7 +20,6 @@ protocol bounds headers, time and unauthenticated connections
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
 import logging
 import time
@@ -28,7 +27,7 @@ from collections import defaultdict, deque
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote
+from urllib.parse import parse_qs, quote
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -39,12 +38,16 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_hub.auth.audit import AuditLog
+from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, sdk_user
+from mcp_hub.auth.identity import Identity
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
 from mcp_hub.downstream.http_limits import admit_connection
+from mcp_hub.downstream.identity import IDENTITY_KEY, build_authenticator
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
 from mcp_hub.downstream.resume import DroppedStreamWatcher, ResumableSessionManager, Resumption
 from mcp_hub.downstream.server import HubServer, build_server
@@ -59,7 +62,6 @@ logger = logging.getLogger(__name__)
 
 # Probes must work without credentials; they reveal nothing but up/ready.
 _OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-COOKIE_NAME = "mcp_hub_token"
 # The cookie opens the status page and its data, nothing else (docs/deployment.md).
 _COOKIE_PATHS = frozenset({"/", "/status.json"})
 #: Headers a request may carry once: a second copy is ambiguous (which one was checked?).
@@ -67,14 +69,17 @@ _SINGLE_HEADERS = (b"authorization", b"host")
 
 
 class GuardMiddleware:
-    """DNS-rebinding protection, bearer auth and an optional per-token rate limit."""
+    """DNS-rebinding protection, sign-in (:mod:`mcp_hub.auth`) and an optional per-identity rate limit."""
 
-    def __init__(self, app: ASGIApp, *, bind_host: str, http: HttpConfig) -> None:
+    def __init__(self, app: ASGIApp, *, bind_host: str, http: HttpConfig,
+                 authn: Authenticator | None = None, audit: AuditLog | None = None) -> None:
         self.app = app
-        self.tokens = [t.encode() for t in http.auth_tokens if t]
+        self.authn = authn or Authenticator(tokens=http.token_entries(), auth=None, public_url=None,
+                                            name="mcp-hub", profiles=frozenset, rules=list)
+        self.audit = audit
         self.rules = HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins)
         self.rate = http.rate_limit_per_minute
-        self._hits: dict[int, deque[float]] = defaultdict(deque)
+        self._hits: dict[str, deque[float]] = defaultdict(deque)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -102,12 +107,16 @@ class GuardMiddleware:
             logger.warning("refused request with Origin %r", origin[:100])
             await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
             return
-        if self.tokens and path == "/" and scope.get("query_string"):
+        if self.authn.serves_metadata(path):
+            # RFC 9728 documents are public: a client reads them before it has a token.
+            await self.authn.metadata_response(scope)(scope, receive, send)
+            return
+        if self.authn.has_static_tokens and path == "/" and scope.get("query_string"):
             # A browser cannot send a bearer header: /?token=T trades the token for
             # an HttpOnly, SameSite=Strict cookie and drops it from the address bar.
             query = parse_qs(scope["query_string"].decode("latin-1"))
             given = (query.get("token") or [""])[0]
-            if given and self._authenticate(f"Bearer {given}") is not None:
+            if given and self.authn.static(given) is not None:
                 secure = scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
                 cookie = f"{COOKIE_NAME}={quote(given)}; HttpOnly; SameSite=Strict; Path=/"
                 if secure:
@@ -115,22 +124,11 @@ class GuardMiddleware:
                 await Response(status_code=303, headers={"Location": "/", "Set-Cookie": cookie})(
                     scope, receive, send)
                 return
-        if self.tokens and path not in _OPEN_PATHS:
-            index = self._authenticate(headers.get("authorization", ""))
-            if index is None and scope.get("method") == "GET" and path in _COOKIE_PATHS:
-                # The cookie opens only the read-only pages, never the MCP endpoints.
-                index = self._authenticate_cookie(headers.get("cookie", ""))
-            if index is None:
-                client = scope.get("client") or ("?", 0)
-                logger.warning("authentication failed for %s %s from %s", scope.get("method"),
-                               path, client[0])
-                await JSONResponse(
-                    {"error": "unauthorized", "error_description": "a valid bearer token is required"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": 'Bearer realm="mcp-hub"'},
-                )(scope, receive, send)
+        if self.authn.enabled:
+            identity = await self._identify(scope, headers, receive, send)
+            if identity is None:
                 return
-            if self.rate is not None and not self._admit(index):
+            if self.rate is not None and not self._admit(identity.name):
                 await JSONResponse(
                     {"error": "rate_limited", "error_description": "too many requests"},
                     status_code=429, headers={"Retry-After": "60"},
@@ -139,29 +137,40 @@ class GuardMiddleware:
         admit_connection(scope)
         await self.app(scope, receive, send)
 
-    def _authenticate(self, header: str) -> int | None:
-        scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer" or not value:
-            return None
-        given = value.strip().encode()
-        found: int | None = None
-        for i, token in enumerate(self.tokens):
-            # Compare against every token so timing does not reveal which matched.
-            if hmac.compare_digest(given, token) and found is None:
-                found = i
-        return found
+    async def _identify(self, scope: Scope, headers: dict[str, str], receive: Receive,
+                        send: Send) -> Identity | None:
+        """The request's identity, stored on the scope; None after answering 401/403/503."""
+        path = scope.get("path", "")
+        try:
+            identity = await self.authn.identify(headers.get("authorization", ""), scope)
+        except AuthFailure as failure:
+            found = None
+            if failure.status == 401 and scope.get("method") == "GET" and path in _COOKIE_PATHS:
+                # The cookie opens only the read-only pages, never the MCP endpoints.
+                found = self.authn.from_cookie(headers.get("cookie", ""))
+            if found is None:
+                client = scope.get("client") or ("?", 0)
+                logger.warning("authentication failed for %s %s from %s: %d %s", scope.get("method"),
+                               path, client[0], failure.status, failure.description)
+                if self.audit is not None:
+                    who = failure.identity
+                    self.audit.denied(identity=who.name if who else None,
+                                      client_id=who.client_id if who else None,
+                                      method=str(scope.get("method")), path=path,
+                                      status=failure.status, reason=failure.description)
+                await self.authn.refusal(scope, failure)(scope, receive, send)
+                return None
+            identity = found
+        scope["user"] = sdk_user(identity)
+        scope[IDENTITY_KEY] = identity
+        return identity
 
-    def _authenticate_cookie(self, header: str) -> int | None:
-        for part in header.split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == COOKIE_NAME and value:
-                return self._authenticate(f"Bearer {unquote(value)}")
-        return None
-
-    def _admit(self, index: int) -> bool:
+    def _admit(self, key: str) -> bool:
         assert self.rate is not None
         now = time.monotonic()
-        window = self._hits[index]
+        if len(self._hits) > 10_000 and key not in self._hits:
+            self._hits.clear()
+        window = self._hits[key]
         while window and now - window[0] > 60.0:
             window.popleft()
         if len(window) >= self.rate:
@@ -314,7 +323,8 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption)
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
-    app.add_middleware(GuardMiddleware, bind_host=host, http=http)
+    app.add_middleware(GuardMiddleware, bind_host=host, http=http,
+                       authn=build_authenticator(hub, http, host), audit=hub.audit)
     return app
 
 

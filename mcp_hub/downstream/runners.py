@@ -107,9 +107,10 @@ async def serve_http(
     """Serve Streamable HTTP, SSE, health, metrics and the status page with uvicorn."""
     http = config.hub.http
     # An interpolated token that came out empty ("${MCP_HUB_TOKEN}" unset to "") is no token.
-    tokens = [t for t in http.auth_tokens if t]
-    check_bind(host, tokens, allow_unauthenticated)
-    runtime.set_listener(runtime.Listener("http", host, bool(tokens)))
+    tokens = [t for _, t in http.token_entries()]
+    signed_in = bool(tokens) or config.auth is not None
+    check_bind(host, tokens or ([config.auth.issuer] if config.auth else []), allow_unauthenticated)
+    runtime.set_listener(runtime.Listener("http", host, signed_in))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -13,13 +13,13 @@ from typing import Any
 from mcp import types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_hub.access import Caller
+from mcp_hub.access import Caller, remember_caller
 from mcp_hub.downstream.call_context import SessionCallContext, connection_of
+from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.instructions import hub_instructions
-from mcp_hub.downstream.visibility import CallerBus
+from mcp_hub.downstream.visibility import CallerListen, ToolsDigest
 from mcp_hub.hub import Hub
 
 __all__ = ["HubServer", "build_server"]
@@ -55,9 +55,11 @@ class HubServer(Server[Any]):
         )
 
 
-def _track(hub: Hub, ctx: Ctx) -> Any:
+def _track(hub: Hub, ctx: Ctx, caller: Caller | None = None) -> Any:
     conn = connection_of(ctx)
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and hasattr(conn, "exit_stack"):
+        if caller is not None:
+            remember_caller(conn, caller)  # list_changed goes only where the visible tools changed
         hub.track_session(conn)
     return conn
 
@@ -69,67 +71,71 @@ class _Handlers:
         self.hub = hub
         self.caller = caller
 
+    def who(self, ctx: Ctx) -> Caller:
+        """The endpoint's caller, with the signed-in identity of the request over HTTP."""
+        return caller_for(ctx, self.caller)
+
     async def list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        _track(self.hub, ctx)
+        _track(self.hub, ctx, self.who(ctx))
         await self.hub.wait_lists()
-        return types.ListToolsResult(tools=self.hub.list_tools(self.caller))
+        return types.ListToolsResult(tools=self.hub.list_tools(self.who(ctx)))
 
     async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         hub = self.hub
-        conn = _track(hub, ctx)
+        conn = _track(hub, ctx, self.who(ctx))
         # Hub.call_tool applies the start-up rules (no wait for a registered tool).
         call = SessionCallContext(ctx, params.name, hub)
         # Over Streamable HTTP, a call whose answer cannot be delivered any more is
         # cancelled (mcp_hub.downstream.resume).
         with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
-            return await hub.call_tool(params.name, params.arguments, call, profile=self.caller)
+            return await hub.call_tool(params.name, params.arguments, call, profile=self.who(ctx))
         return types.CallToolResult(
             content=[types.TextContent(text="the client went away; the call was cancelled")],
             is_error=True)
 
     async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        _track(self.hub, ctx)
-        return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.caller))
+        _track(self.hub, ctx, self.who(ctx))
+        return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.who(ctx)))
 
     async def get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         call = SessionCallContext(ctx, params.name, self.hub)
-        return await self.hub.get_prompt(self.caller, params.name, params.arguments, call)
+        return await self.hub.get_prompt(self.who(ctx), params.name, params.arguments, call)
 
     async def list_resources(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        _track(self.hub, ctx)
-        return types.ListResourcesResult(resources=await self.hub.list_resources(self.caller))
+        _track(self.hub, ctx, self.who(ctx))
+        return types.ListResourcesResult(resources=await self.hub.list_resources(self.who(ctx)))
 
     async def list_templates(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
-            resource_templates=await self.hub.list_resource_templates(self.caller))
+            resource_templates=await self.hub.list_resource_templates(self.who(ctx)))
 
     async def read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
-        return await self.hub.read_resource(self.caller, uri, SessionCallContext(ctx, uri, self.hub))
+        return await self.hub.read_resource(self.who(ctx), uri, SessionCallContext(ctx, uri, self.hub))
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        conn = _track(self.hub, ctx)
-        await self.hub.subscribe(self.caller, str(params.uri), conn)
+        conn = _track(self.hub, ctx, self.who(ctx))
+        await self.hub.subscribe(self.who(ctx), str(params.uri), conn)
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        await self.hub.unsubscribe(self.caller, str(params.uri), connection_of(ctx))
+        await self.hub.unsubscribe(self.who(ctx), str(params.uri), connection_of(ctx))
         return types.EmptyResult()
 
     async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
-        completion = await self.hub.complete(self.caller, params.ref, params.argument, params.context)
+        completion = await self.hub.complete(self.who(ctx), params.ref, params.argument, params.context)
         return types.CompleteResult(completion=completion)
 
     async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        await self.hub.set_log_level(_track(self.hub, ctx), params.level)
+        await self.hub.set_log_level(_track(self.hub, ctx, self.who(ctx)), params.level)
         return types.EmptyResult()
 
     async def initialized(self, ctx: Ctx, params: types.NotificationParams) -> None:
-        _track(self.hub, ctx)
+        _track(self.hub, ctx, self.who(ctx))
         self.roots_changed_now(ctx)
 
     async def roots_changed(self, ctx: Ctx, params: types.NotificationParams) -> None:
@@ -147,8 +153,11 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         raise KeyError(f"unknown profile {profile!r}")
     # Every handler asks the Hub, which applies hub.access to this caller before it
     # lists or routes.
+    # Over HTTP with sign-in, each handler adds the request's identity (caller_for).
     caller = Caller(profile=profile)
     h = _Handlers(hub, caller)
+    digest = ToolsDigest(hub)
+    hub.sessions.visible = digest.of_connection
     server = HubServer(
         hub.config.hub.name if profile is None else f"{hub.config.hub.name}/{profile}",
         version=hub.version,
@@ -163,7 +172,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         on_subscribe_resource=h.subscribe,
         on_unsubscribe_resource=h.unsubscribe,
         on_completion=h.complete,
-        on_subscriptions_listen=ListenHandler(CallerBus(hub.sessions.bus, hub.access, caller)),
+        on_subscriptions_listen=CallerListen(hub.sessions.bus, hub.access, digest, caller),
     )
     server.hub = hub
     # The SDK's OpenTelemetry middleware opens a span per message even with no

@@ -11,33 +11,97 @@ a URI that does not exist, and like it, never fires.
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
-from mcp.server.subscriptions import SubscriptionBus
-from mcp.shared.subscriptions import ResourceUpdated, ServerEvent
+from mcp import types
+from mcp.server.subscriptions import ListenHandler, SubscriptionBus
+from mcp.shared.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
 
-from mcp_hub.access import AccessControl, Caller, remember_caller
+from mcp_hub.access import AccessControl, Caller, caller_of_state, remember_caller
+from mcp_hub.downstream.identity import caller_for
 
-__all__ = ["CallerBus", "remember_caller"]
+__all__ = ["CallerBus", "CallerListen", "ToolsDigest", "remember_caller"]
+
+
+class ToolsDigest:
+    """A digest of the tools one caller sees (names, descriptions, schemas).
+
+    Two sessions of callers with different rules see different tool sets; when the
+    registry or the config changes, a ``tools/list_changed`` goes only to those
+    whose digest changed. Cached per (caller, registry generation, config).
+    """
+
+    def __init__(self, hub: Any) -> None:
+        self._hub = hub
+        self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
+
+    def __call__(self, caller: Caller) -> int:
+        hub = self._hub
+        key = (caller, hub.registry.generation, id(hub.config))
+        found = self._cache.get(key)
+        if found is None:
+            found = hash(frozenset(
+                (t.name, t.description, json.dumps(t.input_schema, sort_keys=True, default=str))
+                for t in hub.list_tools(caller)))
+            self._cache[key] = found
+            while len(self._cache) > 256:
+                self._cache.popitem(last=False)
+        return found
+
+    def of_connection(self, connection: Any) -> int:
+        return self(caller_of_state(getattr(connection, "state", None)))
 
 
 class CallerBus:
     """A subscription bus view that delivers only what one caller may see."""
 
-    def __init__(self, bus: SubscriptionBus, access: AccessControl, caller: Caller) -> None:
+    def __init__(self, bus: SubscriptionBus, access: AccessControl, caller: Caller,
+                 digest: ToolsDigest | None = None) -> None:
         self._bus = bus
         self._access = access
         self._caller = caller
+        self._digest = digest
 
     async def publish(self, event: ServerEvent) -> None:
         await self._bus.publish(event)
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
-        access, caller = self._access, self._caller
+        access, caller, digest = self._access, self._caller, self._digest
+        seen = [digest(caller) if digest is not None else None]
 
         def deliver(event: ServerEvent) -> None:
             if isinstance(event, ResourceUpdated) and not access.may_read(caller, event.uri):
                 return
+            if isinstance(event, ToolsListChanged) and digest is not None:
+                now = digest(caller)
+                if now == seen[0]:
+                    return  # nothing this caller sees changed
+                seen[0] = now
             listener(event)
 
         return self._bus.subscribe(deliver)
+
+
+class CallerListen:
+    """The ``subscriptions/listen`` handler of one endpoint: one SDK handler per caller.
+
+    Each caller's stream reads the bus through a :class:`CallerBus` of its own, so
+    resource updates and tool list changes reach it only as far as it may see them.
+    """
+
+    def __init__(self, bus: SubscriptionBus, access: AccessControl, digest: ToolsDigest,
+                 endpoint: Caller) -> None:
+        self._bus, self._access, self._digest, self._endpoint = bus, access, digest, endpoint
+        self._handlers: dict[Caller, ListenHandler] = {}
+
+    async def __call__(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+        who = caller_for(ctx, self._endpoint)
+        handler = self._handlers.get(who)
+        if handler is None:
+            handler = ListenHandler(CallerBus(self._bus, self._access, who, self._digest))
+            if len(self._handlers) < 256:  # bounded; past it, a caller gets a handler per stream
+                self._handlers[who] = handler
+        return await handler(ctx, params)

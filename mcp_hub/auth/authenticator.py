@@ -1,0 +1,241 @@
+"""Who is calling: static tokens and OAuth access tokens behind one call.
+
+:meth:`Authenticator.identify` turns an ``Authorization`` header into an
+:class:`~mcp_hub.auth.identity.Identity` or an :class:`AuthFailure` carrying the
+status, the RFC 6750 error and the ``WWW-Authenticate`` challenge:
+
+* a missing or invalid token: 401 with ``resource_metadata`` pointing at the
+  endpoint's RFC 9728 document (when ``[auth]`` is set);
+* a token without a required scope: 403 ``insufficient_scope``;
+* an identity no ``[[access]]`` rule admits: 403 ``access_denied``;
+* the authorization server unreachable: 503.
+
+Static tokens are compared in constant time against every configured token.
+JWTs are verified by :class:`~mcp_hub.auth.jwt_verify.JwtVerifier`; the audience
+(RFC 8707) must be the configured ``audience`` or the URL of the endpoint the
+token is used on — a token for another resource is refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from starlette.responses import JSONResponse, Response
+from starlette.types import Scope
+
+from mcp_hub.auth.discovery import DiscoveryError, IssuerKeys
+from mcp_hub.auth.identity import Identity, identity_from_claims
+from mcp_hub.auth.introspection import Introspector
+from mcp_hub.auth.jwt_verify import InvalidToken, JwtVerifier, looks_like_jwt
+from mcp_hub.auth.metadata import (
+    WELL_KNOWN,
+    base_url,
+    challenge,
+    endpoint_of,
+    metadata_document,
+    resource_path,
+)
+from mcp_hub.auth.rules import first_match
+from mcp_hub.auth.settings import AccessRule, AuthConfig
+
+__all__ = ["COOKIE_NAME", "AuthFailure", "Authenticator"]
+
+COOKIE_NAME = "mcp_hub_token"
+
+
+@dataclass
+class AuthFailure(Exception):
+    """Why a request is refused; nothing in it is a credential."""
+
+    status: int
+    error: str | None
+    description: str
+    identity: Identity | None = None
+
+
+def _audiences(claims: dict[str, Any]) -> list[str]:
+    aud = claims.get("aud")
+    if isinstance(aud, str):
+        return [aud]
+    if isinstance(aud, list):
+        return [a for a in aud if isinstance(a, str)]
+    return []
+
+
+class Authenticator:
+    """Identifies HTTP callers of one hub (see the module docstring)."""
+
+    def __init__(self, *, tokens: Sequence[tuple[str, str]], auth: AuthConfig | None,
+                 public_url: str | None, name: str, profiles: Callable[[], frozenset[str]],
+                 rules: Callable[[], Sequence[AccessRule]], trust_host: bool = True) -> None:
+        self._tokens = [(n, t.encode()) for n, t in tokens if t]
+        self.auth = auth
+        self.public_url = public_url
+        # The request's Host names the hub only when nobody else can reach it (a loopback
+        # bind); otherwise a client could pick the Host that matches a token meant for
+        # another resource. Then the audience comes from config alone.
+        self.trust_host = trust_host
+        self.name = name
+        self._profiles = profiles
+        self._rules = rules
+        self.verifier: JwtVerifier | None = None
+        self.introspector: Introspector | None = None
+        if auth is not None:
+            keys = IssuerKeys(auth.issuer, jwks_uri=auth.jwks_uri,
+                              refresh_min_seconds=auth.jwks_refresh_min_seconds)
+            self.verifier = JwtVerifier(keys, algorithms=auth.algorithms, leeway=auth.leeway_seconds)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._tokens) or self.auth is not None
+
+    @property
+    def has_static_tokens(self) -> bool:
+        return bool(self._tokens)
+
+    # ---------------------------------------------------------------- identify
+    def static(self, given: str) -> Identity | None:
+        """The identity of a static token, compared against every token in constant time."""
+        raw = given.encode()
+        found: str | None = None
+        for name, token in self._tokens:
+            if hmac.compare_digest(raw, token) and found is None:
+                found = name
+        return Identity.static(found) if found is not None else None
+
+    def from_cookie(self, header: str) -> Identity | None:
+        """The status-page cookie holds a static token."""
+        for part in header.split(";"):
+            key, _, value = part.strip().partition("=")
+            if key == COOKIE_NAME and value:
+                return self.static(unquote(value))
+        return None
+
+    async def identify(self, authorization: str, scope: Scope) -> Identity:
+        """The caller behind ``authorization``, admitted by the scopes and rules; or AuthFailure."""
+        kind, _, value = authorization.partition(" ")
+        token = value.strip()
+        if kind.lower() != "bearer" or not token:
+            raise AuthFailure(401, None, "a bearer token is required")
+        identity = self.static(token)
+        if identity is None:
+            identity = await self._oauth(token, scope)
+        self._admit(identity)
+        return identity
+
+    async def _oauth(self, token: str, scope: Scope) -> Identity:
+        auth = self.auth
+        if auth is None or self.verifier is None:
+            raise AuthFailure(401, "invalid_token", "the bearer token is not valid")
+        try:
+            if looks_like_jwt(token):
+                claims = await self.verifier.verify(token)
+                kind: Any = "jwt"
+            elif auth.introspection:
+                claims = await (await self._introspector()).introspect(token)
+                kind = "introspection"
+            else:
+                raise InvalidToken("the bearer token is not a JWT")
+        except InvalidToken as exc:
+            raise AuthFailure(401, "invalid_token", str(exc)) from None
+        except DiscoveryError:
+            raise AuthFailure(503, "temporarily_unavailable",
+                              "the authorization server cannot be reached") from None
+        accepted = self.audiences(scope)
+        given = [a.rstrip("/") for a in _audiences(claims)]
+        if (given or kind == "jwt") and not accepted.intersection(given):
+            raise AuthFailure(401, "invalid_token", "the token was issued for another resource")
+        identity = identity_from_claims(claims, kind, auth.groups_claim)
+        missing = [s for s in auth.required_scopes if s not in identity.scopes]
+        if missing:
+            raise AuthFailure(403, "insufficient_scope", f"required scope: {' '.join(missing)}",
+                              identity)
+        return identity
+
+    async def _introspector(self) -> Introspector:
+        if self.introspector is None:
+            auth = self.auth
+            assert auth is not None and self.verifier is not None
+            endpoint = auth.introspection_endpoint or (
+                await self.verifier.keys.metadata()).get("introspection_endpoint")
+            if not isinstance(endpoint, str):
+                raise InvalidToken("the authorization server offers no token introspection")
+            self.introspector = Introspector(
+                endpoint, issuer=auth.issuer, client_id=auth.introspection_client_id,
+                client_secret=auth.introspection_client_secret,
+                cache_seconds=auth.introspection_cache_seconds)
+        return self.introspector
+
+    def _admit(self, identity: Identity) -> None:
+        rules = self._rules()
+        if rules and first_match(rules, identity.attributes) is None:
+            raise AuthFailure(403, "access_denied", "no access rule admits this identity", identity)
+
+    def audiences(self, scope: Scope) -> set[str]:
+        """The ``aud`` values accepted on this request's endpoint (trailing slash aside)."""
+        accepted: set[str] = set()
+        if self.auth and self.auth.audience:
+            accepted.add(self.auth.audience.rstrip("/"))
+        if self.public_url or self.trust_host:
+            base = base_url(scope, self.public_url)
+            accepted |= {f"{base}/mcp", f"{base}{endpoint_of(scope.get('path', ''))}"}
+            if self.auth and self.auth.audience:
+                accepted.discard(f"{base}/mcp")  # an explicit audience replaces the default
+                accepted.add(self.auth.audience.rstrip("/"))
+        return accepted
+
+    # ---------------------------------------------------------------- responses
+    def metadata_url(self, scope: Scope) -> str | None:
+        if self.auth is None:
+            return None
+        return f"{base_url(scope, self.public_url)}{WELL_KNOWN}{endpoint_of(scope.get('path', ''))}"
+
+    def refusal(self, scope: Scope, failure: AuthFailure) -> Response:
+        """The 401/403/503 answer with its ``WWW-Authenticate`` challenge."""
+        scopes = self.auth.required_scopes if self.auth else []
+        headers = {}
+        if failure.status in (401, 403):
+            error = failure.error if failure.error != "access_denied" else None
+            headers["WWW-Authenticate"] = challenge(
+                metadata_url=self.metadata_url(scope), error=error,
+                description=failure.description, scopes=scopes)
+        body = {"error": failure.error or "unauthorized", "error_description": failure.description}
+        return JSONResponse(body, status_code=failure.status, headers=headers)
+
+    def serves_metadata(self, path: str) -> bool:
+        return self.auth is not None and path.startswith(WELL_KNOWN)
+
+    def metadata_response(self, scope: Scope) -> Response:
+        """The RFC 9728 document for the endpoint a well-known path names (404 for none)."""
+        assert self.auth is not None
+        endpoint = resource_path(scope.get("path", ""), self._profiles())
+        if endpoint is None:
+            return JSONResponse({"error": "not_found"}, status_code=404)
+        base = base_url(scope, self.public_url)
+        resource = f"{base}{endpoint}"
+        if endpoint == "/mcp" and self.auth.audience and scope.get("path", "").rstrip("/") == WELL_KNOWN:
+            resource = self.auth.audience
+        doc = metadata_document(resource, self.auth.issuer, self.auth.required_scopes, self.name)
+        return JSONResponse(doc, headers={"Cache-Control": "max-age=300",
+                                          "Access-Control-Allow-Origin": "*"})
+
+    async def aclose(self) -> None:
+        if self.verifier is not None:
+            await self.verifier.keys.aclose()
+        if self.introspector is not None:
+            await self.introspector.aclose()
+
+
+def sdk_user(identity: Identity) -> AuthenticatedUser:
+    """The SDK's user object: its transports bind a session to the identity that opened it."""
+    return AuthenticatedUser(AccessToken(
+        token="", client_id=identity.client_id or identity.name, scopes=sorted(identity.scopes),
+        expires_at=int(identity.expires_at) if identity.expires_at else None,
+        subject=identity.subject or identity.name,
+        claims={"iss": identity.issuer} if identity.issuer else None))

@@ -1,0 +1,71 @@
+"""Who a request is: the identity behind a bearer token.
+
+An :class:`Identity` comes from a static token (``token:NAME``), a verified JWT
+or an introspection answer. Its :attr:`~Identity.attributes` are the strings
+``[[access]]`` rules match (``sub:alice``, ``scope:mcp.read``, ``group:ops``,
+``client:vscode``, ``token:ci``); they travel on the
+:class:`~mcp_hub.access.Caller`, so the one enforcement point decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Identity", "identity_from_claims"]
+
+Kind = Literal["token", "jwt", "introspection"]
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """An authenticated caller. ``name`` is what logs, audit and metrics show."""
+
+    name: str
+    kind: Kind
+    subject: str | None = None
+    client_id: str | None = None
+    issuer: str | None = None
+    scopes: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    expires_at: float | None = None
+    attributes: frozenset[str] = field(default=frozenset(), compare=False)
+
+    @staticmethod
+    def static(name: str) -> Identity:
+        """The identity of a named static token."""
+        label = f"token:{name}"
+        return Identity(name=label, kind="token", attributes=frozenset({label}))
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        return [str(v) for v in value if isinstance(v, (str, int))]
+    return []
+
+
+def identity_from_claims(claims: Mapping[str, Any], kind: Kind, groups_claim: str) -> Identity:
+    """An identity from JWT or introspection claims (``scope`` or ``scp``, ``client_id`` or ``azp``)."""
+    subject = claims.get("sub")
+    subject = str(subject) if subject is not None else None
+    client = claims.get("client_id") or claims.get("azp") or claims.get("cid")
+    client_id = str(client) if client is not None else None
+    scopes = frozenset(_strings(claims.get("scope")) + _strings(claims.get("scp")))
+    groups = frozenset(_strings(claims.get(groups_claim)))
+    attrs = {f"scope:{s}" for s in scopes} | {f"group:{g}" for g in groups}
+    if subject:
+        attrs.add(f"sub:{subject}")
+    if client_id:
+        attrs.add(f"client:{client_id}")
+    exp = claims.get("exp")
+    name = subject or (f"client:{client_id}" if client_id else "anonymous")
+    iss = claims.get("iss")
+    return Identity(
+        name=name, kind=kind, subject=subject, client_id=client_id,
+        issuer=str(iss) if iss is not None else None, scopes=scopes, groups=groups,
+        expires_at=float(exp) if isinstance(exp, (int, float)) else None,
+        attributes=frozenset(attrs),
+    )

@@ -1,0 +1,105 @@
+"""Config models of ``[auth]``, ``[[access]]``, ``[audit]`` and named static tokens.
+
+Kept apart from :mod:`mcp_hub.config` so that everything about signing in reads
+in one place; :mod:`mcp_hub.config` only hooks these models into the file.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["ALLOWED_ALGORITHMS", "AccessRule", "AuditConfig", "AuthConfig", "NamedToken"]
+
+#: Asymmetric signature algorithms only: never ``none``, never HS* (a shared secret
+#: checked against a public key is the classic algorithm-confusion hole).
+ALLOWED_ALGORITHMS = frozenset({
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+})
+
+_MATCH_RE = re.compile(r"^(\*|(sub|scope|group|token|client):.+)$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class NamedToken(_Model):
+    """A static bearer token with a name: the name is its identity (``token:NAME``)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+    token: str
+
+
+class AuthConfig(_Model):
+    """``[auth]``: accept access tokens issued by one authorization server."""
+
+    #: The authorization server's issuer URL (exactly as in its tokens' ``iss``).
+    issuer: str = Field(pattern=r"^https?://")
+    #: The ``aud`` a token must carry; default: the hub's public URL + ``/mcp``.
+    audience: str | None = None
+    #: Scopes every token must carry (403 ``insufficient_scope`` otherwise).
+    required_scopes: list[str] = Field(default_factory=list)
+    #: Signature algorithms accepted (asymmetric only).
+    algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256", "PS256", "EdDSA"])
+    #: Seconds of clock skew tolerated for ``exp``, ``nbf`` and ``iat``.
+    leeway_seconds: float = Field(default=30.0, ge=0, le=300)
+    #: Where the keys are; default: ``jwks_uri`` from the issuer's metadata (RFC 8414 / OIDC).
+    jwks_uri: str | None = Field(default=None, pattern=r"^https?://")
+    #: The claim that lists an identity's groups (for ``group:NAME`` rules).
+    groups_claim: str = "groups"
+    #: Accept opaque (non-JWT) tokens through RFC 7662 introspection.
+    introspection: bool = False
+    introspection_endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    introspection_client_id: str | None = None
+    introspection_client_secret: str | None = None
+    #: How long an introspection answer is reused (never past the token's ``exp``).
+    introspection_cache_seconds: float = Field(default=30.0, ge=0, le=600)
+    #: Seconds between two key-set fetches caused by an unknown ``kid``.
+    jwks_refresh_min_seconds: float = Field(default=1.0, ge=0, le=3600)
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric_only(cls, value: list[str]) -> list[str]:
+        bad = [a for a in value if a not in ALLOWED_ALGORITHMS]
+        if bad:
+            raise ValueError(f"{', '.join(bad)}: only asymmetric algorithms are accepted "
+                             f"({', '.join(sorted(ALLOWED_ALGORITHMS))})")
+        if not value:
+            raise ValueError("name at least one algorithm")
+        return value
+
+
+class AccessRule(_Model):
+    """``[[access]]``: identities matching ``match`` reach profile ``profile``.
+
+    ``match``: ``sub:ID``, ``scope:NAME``, ``group:NAME``, ``token:NAME``,
+    ``client:CLIENT_ID`` or ``*``. ``profile`` names a ``[profiles.NAME]``; left out,
+    the identity reaches everything. The first matching rule decides.
+    """
+
+    match: str
+    profile: str | None = None
+
+    @field_validator("match")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if not _MATCH_RE.match(value):
+            raise ValueError(f"{value!r}: write sub:ID, scope:NAME, group:NAME, token:NAME, "
+                             "client:ID or *")
+        return value
+
+
+class AuditConfig(_Model):
+    """``[audit]``: one JSON line per call (and per denial)."""
+
+    #: A file to append to, or ``-`` for the log stream (stderr); unset: no audit.
+    path: str | None = None
+    #: Record the call's arguments (redacted); off by default.
+    include_arguments: bool = False
+    #: Where the audit line's arguments may not go: keys whose values are always hidden.
+    redact_keys: list[str] = Field(default_factory=lambda: [
+        "password", "secret", "token", "api_key", "apikey", "authorization", "key"])
+    format: Literal["jsonl"] = "jsonl"

@@ -1,0 +1,52 @@
+"""The signed-in identity of an HTTP request, as the :class:`~mcp_hub.access.Caller` of a handler.
+
+The HTTP guard authenticates each request (:mod:`mcp_hub.auth.authenticator`) and
+stores the :class:`~mcp_hub.auth.identity.Identity` on the ASGI scope. The SDK
+hands every handler the HTTP request its message arrived on (``ctx.request``, on
+Streamable HTTP and SSE alike), so :func:`caller_for` reads the identity there
+and every check in :mod:`mcp_hub.access` sees who is asking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_hub import runtime
+from mcp_hub.access import Caller
+from mcp_hub.auth.authenticator import Authenticator
+from mcp_hub.auth.identity import Identity
+from mcp_hub.config import HttpConfig
+from mcp_hub.errors import ConfigError
+from mcp_hub.hub import Hub
+
+__all__ = ["IDENTITY_KEY", "build_authenticator", "caller_for"]
+
+IDENTITY_KEY = "mcp_hub.identity"
+
+
+def caller_for(ctx: Any, base: Caller) -> Caller:
+    """``base`` (the endpoint's caller) with the identity of the request behind ``ctx``, if any."""
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None)
+    identity = scope.get(IDENTITY_KEY) if isinstance(scope, dict) else None
+    if not isinstance(identity, Identity):
+        return base
+    return Caller(profile=base.profile, identity=identity.name, attributes=identity.attributes)
+
+
+def build_authenticator(hub: Hub, http: HttpConfig, host: str) -> Authenticator:
+    """The authenticator of the HTTP hub; rules and profiles are read from the live config.
+
+    Listening beyond loopback with ``[auth]``, the hub must know its own URL
+    (``public_url`` or ``audience``): the Host header is the client's to choose.
+    """
+    config = hub.config
+    loopback = runtime.is_loopback(host)
+    if config.auth and not loopback and not (http.public_url or config.auth.audience):
+        raise ConfigError(f"[auth] on {host}: set [hub.http] public_url (or [auth] audience) "
+                          "so tokens are checked against the hub's own URL, not the request's Host")
+    return Authenticator(
+        tokens=http.token_entries(), auth=config.auth, public_url=http.public_url,
+        name=config.hub.name, profiles=lambda: frozenset(hub.config.profiles),
+        rules=lambda: hub.config.access, trust_host=loopback,
+    )

@@ -1,0 +1,258 @@
+"""Sign-in pieces without a network: rules through AccessPolicy, config checks,
+the audit writer, JWT checks against a local key set, metadata paths."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from mcp_hub.access import Caller
+from mcp_hub.auth.audit import AuditLog
+from mcp_hub.auth.discovery import IssuerKeys, metadata_urls
+from mcp_hub.auth.identity import Identity, identity_from_claims
+from mcp_hub.auth.jwt_verify import InvalidToken, JwtVerifier
+from mcp_hub.auth.metadata import endpoint_of, resource_path
+from mcp_hub.auth.settings import AuditConfig
+from mcp_hub.config import parse_config
+from mcp_hub.errors import ConfigError
+from mcp_hub.hub import Hub
+from tests.security.test_access_policy import Owners
+
+pytestmark = pytest.mark.anyio
+
+ISSUER = "https://idp.example.com/realms/acme"
+
+RULES = """
+[profiles.narrow]
+toolsets = ["mcp-a"]
+[[access]]
+match = "group:ops"
+[[access]]
+match = "sub:alice"
+profile = "narrow"
+[[access]]
+match = "token:ci"
+profile = "narrow"
+"""
+
+
+def _caller(identity: Identity, profile: str | None = None) -> Caller:
+    return Caller(profile=profile, identity=identity.name, attributes=identity.attributes)
+
+
+def test_rules_decide_through_the_access_policy() -> None:
+    config = parse_config(RULES)
+    from mcp_hub.access import AccessControl
+    from mcp_hub.registry import ToolRegistry
+
+    holder = {"config": config}
+    access = AccessControl(lambda: holder["config"], ToolRegistry(), Owners())
+    alice = identity_from_claims({"sub": "alice", "scope": "mcp"}, "jwt", "groups")
+    ops = identity_from_claims({"sub": "bob", "groups": ["ops"]}, "jwt", "groups")
+    stranger = identity_from_claims({"sub": "eve"}, "jwt", "groups")
+    ci = Identity.static("ci")
+    assert access.policy(_caller(ops)).unrestricted
+    for who in (alice, ci):
+        policy = access.policy(_caller(who))
+        assert policy.server("a") and not policy.server("b")
+    nothing = access.policy(_caller(stranger))
+    assert not nothing.server("a") and not nothing.tool("a_echo")
+    # The endpoint's profile and the identity's rule both apply.
+    both = access.policy(_caller(ops, "narrow"))
+    assert both.server("a") and not both.server("b")
+    # Rules hot-reload with the config: the next policy follows the new file.
+    holder["config"] = parse_config(RULES.replace('match = "sub:alice"', 'match = "sub:nobody"'))
+    assert not access.policy(_caller(alice)).server("a")
+    # Without rules, an identity reaches what its endpoint reaches.
+    holder["config"] = parse_config("")
+    assert access.policy(_caller(stranger)).unrestricted
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ('[[access]]\nmatch = "sub:x"\nprofile = "missing"\n', "no [profiles.missing]"),
+    ('[[access]]\nmatch = "user:x"\n', "write sub:ID"),
+    (f'[auth]\nissuer = "{ISSUER}"\nalgorithms = ["HS256"]\n', "only asymmetric"),
+    (f'[auth]\nissuer = "{ISSUER}"\nalgorithms = ["none"]\n', "only asymmetric"),
+])
+def test_bad_sign_in_config_is_an_error(text: str, error: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text)
+    assert error in str(caught.value)
+
+
+def test_named_and_plain_static_tokens() -> None:
+    config = parse_config('[hub.http]\nauth_tokens = ["plain-token-0123456789", '
+                          '{ name = "ci", token = "named-token-0123456789" }]\n')
+    assert config.hub.http.token_entries() == [("token-1", "plain-token-0123456789"),
+                                               ("ci", "named-token-0123456789")]
+    with pytest.raises(ConfigError):
+        parse_config('[hub.http]\nauth_tokens = [{ name = "ci", token = "short" }]\n')
+
+
+def test_audit_hides_arguments_unless_asked_and_redacts_them(tmp_path: Path) -> None:
+    args = {"query": "canary-value-123", "password": "hunter2-secret", "nested": {"api_key": "k"}}
+    lines = {}
+    for include in (False, True):
+        path = tmp_path / f"audit-{include}.jsonl"
+        log = AuditLog(AuditConfig(path=str(path), include_arguments=include))
+        log.call(identity="alice", client_id="c", session="s", tool="a_t", server="a", outcome="ok",
+                 seconds=0.001, arguments=args, result_size=10)
+        assert log.flush(5)
+        lines[include] = path.read_text()
+    assert "canary-value-123" not in lines[False]
+    assert json.loads(lines[False])["arguments_bytes"] == len(json.dumps(args).encode())
+    recorded = json.loads(lines[True])["arguments"]
+    assert recorded["query"] == "canary-value-123"
+    assert recorded["password"] == "[REDACTED]" and recorded["nested"]["api_key"] == "[REDACTED]"
+
+
+def test_a_full_disk_is_a_logged_error_not_a_failed_call(caplog: pytest.LogCaptureFixture) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("/dev/full is Linux only")
+    log = AuditLog(AuditConfig(path="/dev/full"))
+    with caplog.at_level(logging.ERROR, logger="mcp_hub.audit"):
+        for _ in range(3):
+            log.call(identity="a", client_id=None, session=None, tool="t", server="s", outcome="ok",
+                     seconds=0.0, arguments={}, result_size=0)
+        assert log.flush(5)
+    assert log.write_errors >= 1 and log.dropped == 3
+    assert sum("cannot write the audit log" in r.message for r in caplog.records) == 1
+
+
+def test_metadata_paths() -> None:
+    assert endpoint_of("/mcp") == "/mcp" and endpoint_of("/p/dev/mcp/") == "/p/dev/mcp"
+    assert endpoint_of("/p/dev/messages/") == "/p/dev/sse" and endpoint_of("/status.json") == "/mcp"
+    profiles = frozenset({"dev"})
+    base = "/.well-known/oauth-protected-resource"
+    assert resource_path(base, profiles) == "/mcp"
+    assert resource_path(base + "/mcp/", profiles) == "/mcp/"
+    assert resource_path(base + "/p/dev/mcp", profiles) == "/p/dev/mcp"
+    assert resource_path(base + "/p/other/mcp", profiles) is None
+    assert resource_path(base + "/etc/passwd", profiles) is None
+    assert metadata_urls(ISSUER) == [
+        "https://idp.example.com/.well-known/oauth-authorization-server/realms/acme",
+        "https://idp.example.com/.well-known/openid-configuration/realms/acme",
+        "https://idp.example.com/realms/acme/.well-known/openid-configuration",
+    ]
+
+
+class _KeyServer:
+    """An issuer's metadata and JWKS behind httpx2's MockTransport; counts key-set fetches."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, Any] = {}
+        self.fetches = 0
+
+    def add(self, kid: str) -> Any:
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key()))
+        self.keys[kid] = {**jwk, "kid": kid, "alg": "RS256", "use": "sig"}
+        return private
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/jwks"):
+            self.fetches += 1
+            return httpx2.Response(200, json={"keys": list(self.keys.values())})
+        if request.url.path == "/.well-known/oauth-authorization-server/realms/acme":
+            return httpx2.Response(200, json={"issuer": ISSUER, "jwks_uri": "https://idp.example.com/jwks"})
+        return httpx2.Response(404)
+
+
+def _sign(private: Any, kid: str, **claims: Any) -> str:
+    now = int(time.time())
+    body = {"iss": ISSUER, "sub": "alice", "aud": "https://hub/mcp", "iat": now, "exp": now + 300, **claims}
+    return jwt.encode(body, private, algorithm="RS256", headers={"kid": kid})
+
+
+async def test_jwt_checks_and_an_unknown_kid_refetches_once() -> None:
+    server = _KeyServer()
+    first = server.add("k1")
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(server.handle))
+    keys = IssuerKeys(ISSUER, refresh_min_seconds=0, client=client)
+    verifier = JwtVerifier(keys, algorithms=["RS256"], leeway=5)
+    token = _sign(first, "k1")
+    assert (await verifier.verify(token))["sub"] == "alice"
+    assert (await verifier.verify(token))["sub"] == "alice"
+    assert server.fetches == 1  # the second check came from the cache
+    for bad, why in [(_sign(first, "k1", exp=int(time.time()) - 60), "expired"),
+                     (_sign(first, "k1", nbf=int(time.time()) + 600), "not valid yet"),
+                     (_sign(first, "k1", iss="https://other"), "another issuer")]:
+        with pytest.raises(InvalidToken, match=why):
+            await verifier.verify(bad)
+    second = server.add("k2")
+    assert (await verifier.verify(_sign(second, "k2")))["sub"] == "alice"
+    assert server.fetches == 2
+    # A made-up kid costs one fetch, then is remembered as unknown.
+    for _ in range(3):
+        with pytest.raises(InvalidToken, match="does not publish"):
+            await verifier.verify(_sign(second, "made-up"))
+    assert server.fetches == 3
+    await client.aclose()
+
+
+async def test_hub_status_counts_calls_per_identity() -> None:
+    async with Hub(parse_config("")) as hub:
+        await hub.call_tool("hub_status", {}, profile=Caller(identity="alice", attributes=frozenset({"sub:alice"})))
+        assert hub.status()["identities"]["alice"]["ok"] == 1
+
+
+async def test_tools_list_changed_only_reaches_connections_whose_tools_changed() -> None:
+    from mcp_hub.sessions import SessionTracker
+
+    class Conn:
+        def __init__(self, who: str) -> None:
+            self.state: dict[str, Any] = {"who": who}
+            self.told = 0
+
+        async def send_tool_list_changed(self) -> None:
+            self.told += 1
+
+    from contextlib import AsyncExitStack
+
+    tools = {"alice": 1, "ci": 1}
+    tracker = SessionTracker()
+    tracker.visible = lambda conn: tools[conn.state["who"]]
+    alice, ci = Conn("alice"), Conn("ci")
+    async with AsyncExitStack() as stack:
+        for conn in (alice, ci):
+            conn.exit_stack = stack  # type: ignore[attr-defined]
+            tracker.add(conn)  # type: ignore[arg-type]
+        tools["ci"] = 2
+        await tracker._broadcast("tools")
+        assert (alice.told, ci.told) == (0, 1)
+        tools["alice"] = 2
+        await tracker._broadcast("tools")
+        assert (alice.told, ci.told) == (1, 1)
+        tracker.visible = None  # without a digest every connection is told
+        await tracker._broadcast("tools")
+        assert (alice.told, ci.told) == (2, 2)
+
+
+def test_the_audience_never_comes_from_a_host_header_anyone_can_send() -> None:
+    from mcp_hub.auth.authenticator import Authenticator
+    from mcp_hub.auth.settings import AuthConfig
+
+    def authn(auth: AuthConfig, public_url: str | None, trust_host: bool) -> Authenticator:
+        return Authenticator(tokens=[], auth=auth, public_url=public_url, name="hub",
+                             profiles=frozenset, rules=list, trust_host=trust_host)
+
+    scope = {"type": "http", "path": "/p/dev/mcp", "scheme": "http",
+             "headers": [(b"host", b"other-hub.example.com")]}
+    plain, fixed = AuthConfig(issuer=ISSUER), AuthConfig(issuer=ISSUER, audience="https://hub.example.com/mcp")
+    # Loopback: the Host names the hub (nobody else can reach it).
+    assert authn(plain, None, True).audiences(scope) == {
+        "http://other-hub.example.com/mcp", "http://other-hub.example.com/p/dev/mcp"}
+    # Beyond loopback: only what the config says.
+    assert authn(fixed, None, False).audiences(scope) == {"https://hub.example.com/mcp"}
+    assert authn(plain, "https://hub.example.com", False).audiences(scope) == {
+        "https://hub.example.com/mcp", "https://hub.example.com/p/dev/mcp"}
+    assert authn(fixed, "https://hub.example.com", False).audiences(scope) == {
+        "https://hub.example.com/mcp", "https://hub.example.com/p/dev/mcp"}
