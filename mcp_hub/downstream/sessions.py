@@ -60,6 +60,9 @@ class SessionTracker:
         #: Counters exposed as metrics: notifications sent per kind.
         self.sent: dict[str, int] = dict.fromkeys(_KINDS, 0)
         self.listeners: list[Callable[[ChangeKind], None]] = []
+        #: A counter per kind, bumped the moment a change is reported (prepared lists key on it).
+        self.generations: dict[str, int] = dict.fromkeys(_KINDS, 0)
+        self._by_id: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
 
     # -- sessions -------------------------------------------------------------------------
     def add(self, connection: Connection) -> None:
@@ -67,12 +70,16 @@ class SessionTracker:
         if connection in self._connections:
             return
         self._connections.add(connection)
+        sid = getattr(connection, "session_id", None)
+        if isinstance(sid, str):
+            self._by_id[sid] = connection
         ref = weakref.ref(connection)
 
         async def _forget() -> None:
             conn = ref()
             if conn is not None:
                 self._connections.discard(conn)
+                self._by_id.pop(getattr(conn, "session_id", None) or "", None)
 
         try:
             connection.exit_stack.push_async_callback(_forget)
@@ -81,6 +88,11 @@ class SessionTracker:
 
     def discard(self, connection: Connection) -> None:
         self._connections.discard(connection)
+        self._by_id.pop(getattr(connection, "session_id", None) or "", None)
+
+    def by_session_id(self, session_id: str) -> Connection | None:
+        """The live connection of a Streamable HTTP session, if it has been seen."""
+        return self._by_id.get(session_id)
 
     @property
     def count(self) -> int:
@@ -92,6 +104,7 @@ class SessionTracker:
     # -- change notifications ----------------------------------------------------------------
     def changed(self, kind: ChangeKind) -> None:
         """Schedule a ``list_changed`` of ``kind``; cheap and callable from any thread."""
+        self.generations[kind] = self.generations.get(kind, 0) + 1
         token = self._token
         if token is None or threading.get_ident() == self._loop_thread:
             self._mark(kind)
