@@ -30,13 +30,13 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     ECHO_ARGS,
     PY,
     ROOT,
@@ -49,7 +49,7 @@ from bench.common import (  # noqa: E402
     markdown_table,
     percentile,
 )
-from bench.raw_http import RawSession, Sample  # noqa: E402
+from bench.raw_http import RawSession, Sample
 
 FASTMCP_PY = ROOT / "bench" / "peers" / ".venv-fastmcp" / "bin" / "python"
 SESSIONS, IN_FLIGHT = 16, 4
