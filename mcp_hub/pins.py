@@ -378,9 +378,10 @@ class PinStore:
         effect without a restart (refresh the returned servers' tools).
         """
         with self._lock:
-            before = {k: _canonical(v) for k, v in self._state.servers.items()}
+            old = self._state
             if not self._load_if_changed():
-                return set()
+                return set()  # the common case costs one stat, not a canonical dump of every pin
+            before = {k: _canonical(v) for k, v in old.servers.items()}
             after = {k: _canonical(v) for k, v in self._state.servers.items()}
             return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
 
