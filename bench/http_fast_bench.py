@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,7 @@ from bench.common import (
     PY,
     ROOT,
     base_env,
+    child_pids,
     fmt_ms,
     fmt_ratio,
     free_port,
@@ -50,6 +52,23 @@ from bench.common import (
     percentile,
 )
 from bench.raw_http import RawSession, Sample
+
+#: The pid of the server listening on each port.
+PIDS: dict[int, int] = {}
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of ``pid`` and its children, from /proc (Linux only)."""
+    total = 0.0
+    for p in (pid, *child_pids(pid)):
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
 
 FASTMCP_PY = ROOT / "bench" / "peers" / ".venv-fastmcp" / "bin" / "python"
 SESSIONS, IN_FLIGHT = 16, 4
@@ -76,10 +95,12 @@ async def _wait_http(port: int, proc: subprocess.Popen[bytes], within: float = 6
 @asynccontextmanager
 async def _process(argv: list[str], port: int, log_path: Path, py: str = PY,
                    ready: Callable[[], bool] | None = None) -> AsyncIterator[int]:
+    """Start a server; yields its port (its pid is in :data:`PIDS` under that port)."""
     with open(log_path, "w") as err:
         proc = subprocess.Popen([py, *argv], cwd=ROOT, env=base_env(), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=err)
     try:
+        PIDS[port] = proc.pid
         await _wait_http(port, proc)
         if ready is not None:
             for _ in range(600):
@@ -104,6 +125,8 @@ def direct(tmp: Path) -> AbstractAsyncContextManager[int]:
 def hub(tmp: Path) -> AbstractAsyncContextManager[int]:
     port = free_port()
     config = hub_config(tmp / "hub.toml", {"echo": {}})
+    # Its own state dir: the default one is shared by every hub run on the machine.
+    config.write_text(config.read_text().replace("[hub]\n", f"[hub]\nstate_dir = {json.dumps(str(tmp))}\n", 1))
     return _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
                     tmp / "hub.log", ready=lambda: _ready(port))
 
@@ -142,19 +165,25 @@ async def _find_echo(session: RawSession) -> str:
     text = body.decode()
     data = json.loads(text[text.index("{"):text.rindex("}") + 1])
     names = [t["name"] for t in data["result"]["tools"]]
-    return next(n for n in names if n.endswith("echo") and "echo" in n.split("_")[-1])
+    return str(next(n for n in names if n.split("_")[-1] == "echo"))
 
 
 async def _chunk(sessions: list[RawSession], tool: str, seconds: float, sample: Sample,
                  width: int) -> None:
     for s in sessions[:width]:
         await s.reconnect()
+    pid = PIDS.get(sessions[0].conns[0].port)
+    cpu_before = cpu_seconds(pid) if pid else 0.0
+    calls_before = len(sample.latencies)
     until = time.perf_counter() + seconds
     params = {"name": tool, "arguments": {"text": "hello"}}
     started = time.perf_counter()
     await asyncio.gather(*(s.loop(c, "tools/call", params, until, sample)
                            for s in sessions[:width] for c in range(IN_FLIGHT if width > 1 else 1)))
     sample.seconds += time.perf_counter() - started
+    if pid:
+        sample.cpu += cpu_seconds(pid) - cpu_before
+        sample.cpu_calls += len(sample.latencies) - calls_before
 
 
 async def run(args: argparse.Namespace) -> dict[str, dict[str, Sample]]:
@@ -202,16 +231,23 @@ def report(results: dict[str, dict[str, Sample]]) -> str:
     base = stats(results["direct"]["load"]) if "direct" in results else None
     base_one = stats(results["direct"]["one"]) if "direct" in results else None
     hub_rate = stats(results["mcp-hub"]["load"])[0] if "mcp-hub" in results else None
+    def cpu_us(s: Sample) -> float:
+        return s.cpu / s.cpu_calls * 1e6 if s.cpu_calls else float("nan")
+
+    base_cpu = cpu_us(results["direct"]["load"]) if "direct" in results else None
     rows = []
     for n, parts in results.items():
         rate, p50, p99 = stats(parts["load"])
         _, one50, one99 = stats(parts["one"])
-        rows.append([n, f"{rate:.0f}", fmt_ms(p50), fmt_ms(p99),
+        cpu = cpu_us(parts["load"])
+        rows.append([n, f"{cpu:.0f}", fmt_ratio(base_cpu / cpu) if base_cpu else "—",
+                     f"{rate:.0f}", fmt_ms(p50), fmt_ms(p99),
                      fmt_ratio(rate / base[0]) if base and base[0] else "—",
                      fmt_ratio(hub_rate / rate) if hub_rate and rate else "—",
                      fmt_ms(one50), f"{one50 - base_one[1]:+.2f}" if base_one else "—", fmt_ms(one99),
                      str(parts["load"].errors + parts["one"].errors)])
-    return markdown_table(["target", "calls/s (16×4)", "p50 ms", "p99 ms", "vs direct",
+    return markdown_table(["target", "server CPU µs/call", "calls per CPU-s vs direct",
+                           "calls/s (16×4)", "p50 ms", "p99 ms", "vs direct",
                            "hub ÷ this", "p50 ms (1 in flight)", "added p50", "p99 ms (1)", "errors"], rows)
 
 

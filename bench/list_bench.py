@@ -44,7 +44,7 @@ TOOLS = 1000
 def write_config(tmp: Path) -> Path:
     path = tmp / "servers.toml"
     path.write_text("\n".join([
-        "[hub]", "startup_timeout = 60", 'log_level = "warning"', "",
+        "[hub]", "startup_timeout = 60", 'log_level = "warning"', f"state_dir = {json.dumps(str(tmp))}", "",
         "[tool_search]", 'mode = "off"', "",
         "[servers.cat]", f"command = {json.dumps(PY)}",
         f"args = {json.dumps([str(ROOT / 'bench' / 'catalog_server.py'), str(TOOLS - 12)])}",

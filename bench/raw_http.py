@@ -78,6 +78,9 @@ class Sample:
     errors: int = 0
     seconds: float = 0.0
     first_error: str = ""
+    #: CPU seconds the server process tree spent, and the calls completed meanwhile.
+    cpu: float = 0.0
+    cpu_calls: int = 0
 
 
 class RawSession:

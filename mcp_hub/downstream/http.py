@@ -45,7 +45,7 @@ from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
-from mcp_hub.downstream.http_fastpath import HttpFastPath
+from mcp_hub.downstream.http_fastpath import HttpFastPath, freeze_startup_heap
 from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
 from mcp_hub.downstream.resume import DroppedStreamWatcher, ResumableSessionManager, Resumption
@@ -313,6 +313,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             await stack.enter_async_context(resumption.running())
             for manager in managers.values():
                 await stack.enter_async_context(manager.run())
+            freeze_startup_heap()
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -30,6 +30,7 @@ and so does the client closing the connection.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import logging
@@ -55,7 +56,7 @@ from mcp_hub.downstream.fastpath import _FastCallContext, _Pending
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.prepared_lists import LIST_METHODS, prepared_lists
 
-__all__ = ["FastSession", "HttpFastPath", "live_session"]
+__all__ = ["FastSession", "HttpFastPath", "freeze_startup_heap", "live_session"]
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +100,15 @@ def live_session(hub: Any, manager: StreamableHTTPSessionManager, sid: str,
     if conn is None or version not in _HANDSHAKE or conn.client_params is None:
         return None
     return FastSession(sid, conn, transport, version)
+
+
+def freeze_startup_heap() -> None:
+    """Move everything alive after start-up (modules, the SDK's and pydantic's schemas,
+    the config) out of the collector's sight: each collection then scans only what
+    requests allocate, instead of the whole heap. Profiles of a busy hub showed
+    the collector's pauses at about a tenth of its CPU."""
+    gc.collect()
+    gc.freeze()
 
 
 @contextmanager

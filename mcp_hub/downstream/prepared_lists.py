@@ -69,6 +69,7 @@ class PreparedLists:
 
     def __init__(self, hub: Any, *, page_size: int | None = None) -> None:
         self.hub = hub
+        #: Entries per page; None: ``[hub] list_page_size`` (0 there: one page).
         self.page_size = page_size if page_size and page_size > 0 else None
         self._entries: OrderedDict[tuple[Any, ...], _Prepared] = OrderedDict()
         self._building: dict[tuple[Any, ...], anyio.Event] = {}
@@ -138,7 +139,8 @@ class PreparedLists:
     # ------------------------------------------------------------------ building (worker thread)
     def _build(self, kind: ListKind, caller: Caller, version: str, generation: int) -> list[bytes]:
         items = self._items(kind, caller)
-        size = self.page_size or max(len(items), 1)
+        configured = getattr(self.hub.config.hub, "list_page_size", 0)
+        size = self.page_size or configured or max(len(items), 1)
         chunks = [items[i:i + size] for i in range(0, len(items), size)] or [[]]
         pages: list[bytes] = []
         for index, chunk in enumerate(chunks):
@@ -197,6 +199,5 @@ def prepared_lists(hub: Any) -> PreparedLists:
     """The one :class:`PreparedLists` of ``hub`` (both fast paths share it)."""
     lists = _BY_HUB.get(hub)
     if lists is None:
-        page_size = getattr(hub.config.hub, "list_page_size", None)
-        lists = _BY_HUB[hub] = PreparedLists(hub, page_size=page_size)
+        lists = _BY_HUB[hub] = PreparedLists(hub)
     return lists
