@@ -57,10 +57,10 @@ from bench.raw_http import RawSession, Sample
 PIDS: dict[int, int] = {}
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int, children: bool = True) -> float:
     """CPU time (user + system) of ``pid`` and its children, from /proc (Linux only)."""
     total = 0.0
-    for p in (pid, *child_pids(pid)):
+    for p in (pid, *(child_pids(pid) if children else ())):
         try:
             with open(f"/proc/{p}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
@@ -174,6 +174,7 @@ async def _chunk(sessions: list[RawSession], tool: str, seconds: float, sample: 
         await s.reconnect()
     pid = PIDS.get(sessions[0].conns[0].port)
     cpu_before = cpu_seconds(pid) if pid else 0.0
+    own_before = cpu_seconds(pid, children=False) if pid else 0.0
     calls_before = len(sample.latencies)
     until = time.perf_counter() + seconds
     params = {"name": tool, "arguments": {"text": "hello"}}
@@ -183,6 +184,7 @@ async def _chunk(sessions: list[RawSession], tool: str, seconds: float, sample: 
     sample.seconds += time.perf_counter() - started
     if pid:
         sample.cpu += cpu_seconds(pid) - cpu_before
+        sample.cpu_own += cpu_seconds(pid, children=False) - own_before
         sample.cpu_calls += len(sample.latencies) - calls_before
 
 
@@ -240,13 +242,15 @@ def report(results: dict[str, dict[str, Sample]]) -> str:
         rate, p50, p99 = stats(parts["load"])
         _, one50, one99 = stats(parts["one"])
         cpu = cpu_us(parts["load"])
-        rows.append([n, f"{cpu:.0f}", fmt_ratio(base_cpu / cpu) if base_cpu else "—",
+        load = parts["load"]
+        own = load.cpu_own / load.cpu_calls * 1e6 if load.cpu_calls else float("nan")
+        rows.append([n, f"{cpu:.0f} ({own:.0f} + {cpu - own:.0f})", fmt_ratio(base_cpu / cpu) if base_cpu else "—",
                      f"{rate:.0f}", fmt_ms(p50), fmt_ms(p99),
                      fmt_ratio(rate / base[0]) if base and base[0] else "—",
                      fmt_ratio(hub_rate / rate) if hub_rate and rate else "—",
                      fmt_ms(one50), f"{one50 - base_one[1]:+.2f}" if base_one else "—", fmt_ms(one99),
                      str(parts["load"].errors + parts["one"].errors)])
-    return markdown_table(["target", "server CPU µs/call", "calls per CPU-s vs direct",
+    return markdown_table(["target", "server CPU µs/call (proxy + upstream)", "calls per CPU-s vs direct",
                            "calls/s (16×4)", "p50 ms", "p99 ms", "vs direct",
                            "hub ÷ this", "p50 ms (1 in flight)", "added p50", "p99 ms (1)", "errors"], rows)
 

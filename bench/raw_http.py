@@ -81,6 +81,7 @@ class Sample:
     #: CPU seconds the server process tree spent, and the calls completed meanwhile.
     cpu: float = 0.0
     cpu_calls: int = 0
+    cpu_own: float = 0.0
 
 
 class RawSession:
