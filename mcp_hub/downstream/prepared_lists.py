@@ -111,8 +111,12 @@ class PreparedLists:
         done = self._building[key] = anyio.Event()
         config = self.hub.config
         try:
-            await self.hub.startup.wait_lists()
-            pages = await anyio.to_thread.run_sync(self._build, kind, caller, version, generation)
+            await self.hub.wait_lists()
+            # Tools are built (models, the tool_search plan) in the worker thread; the other
+            # lists are a cheap filter of the upstream catalog, taken here on the loop.
+            items = None if kind == "tools" else await self._items(kind, caller)
+            pages = await anyio.to_thread.run_sync(self._build, kind, caller, version, generation,
+                                                   items)
             self.preparations += 1
             if self.generation(kind) == generation and self.hub.config is config:
                 self._entries[key] = _Prepared(generation, config, pages)
@@ -137,8 +141,10 @@ class PreparedLists:
         return entry.pages[index]
 
     # ------------------------------------------------------------------ building (worker thread)
-    def _build(self, kind: ListKind, caller: Caller, version: str, generation: int) -> list[bytes]:
-        items = self._items(kind, caller)
+    def _build(self, kind: ListKind, caller: Caller, version: str, generation: int,
+               items: list[Any] | None) -> list[bytes]:
+        if items is None:
+            items = list(self.hub.list_tools(caller))
         configured = getattr(self.hub.config.hub, "list_page_size", 0)
         size = self.page_size or configured or max(len(items), 1)
         chunks = [items[i:i + size] for i in range(0, len(items), size)] or [[]]
@@ -149,15 +155,12 @@ class PreparedLists:
             pages.append(serialize_result(_METHOD_OF[kind], version, _model(kind, chunk, cursor)))
         return pages
 
-    def _items(self, kind: ListKind, caller: Caller) -> list[Any]:
-        hub = self.hub
-        if kind == "tools":
-            return list(hub.list_tools(caller))
+    async def _items(self, kind: ListKind, caller: Caller) -> list[Any]:
         if kind == "prompts":
-            return list(hub.access.prompts(caller, hub.upstreams.list_prompts()))
+            return list(await self.hub.list_prompts(caller))
         if kind == "resources":
-            return list(hub.access.resources(caller, hub.upstreams.list_resources()))
-        return list(hub.access.templates(caller, hub.upstreams.list_resource_templates()))
+            return list(await self.hub.list_resources(caller))
+        return list(await self.hub.list_resource_templates(caller))
 
 
 def _model(kind: ListKind, items: list[Any], cursor: str | None) -> Any:
