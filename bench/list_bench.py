@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import ECHO_ARGS, PY, ROOT, base_env, fmt_ms, hub_command, markdown_table, percentile
-from bench.http_fast_bench import _process, _ready
+from bench.http_fast_bench import PIDS, _process, _ready, cpu_seconds
 from bench.raw_http import RawSession, Sample
 
 TOOLS = 1000
@@ -172,6 +172,25 @@ async def burst(sessions: list[RawSession], changer: RawSession, caller: RawSess
     return len(ok), all(f"echo_{name}".encode() in a for a in ok)
 
 
+async def list_latencies(lister: RawSession, pid: int, n: int) -> tuple[list[list[str]], str]:
+    """tools/list from prepared bytes vs through the SDK path, alternating; latency and hub CPU."""
+    fast, sdk = Sample(), Sample()
+    size = 0
+    for _ in range(3):  # alternate, so the machine's load favours neither
+        before = cpu_seconds(pid, children=False)
+        size = await timed_lists(lister, n // 3, fast)
+        fast.cpu += cpu_seconds(pid, children=False) - before
+        before = cpu_seconds(pid, children=False)
+        await timed_lists(lister, n // 3, sdk, lead=b" ")
+        sdk.cpu += cpu_seconds(pid, children=False) - before
+    listed = json.loads((await lister.request(0, "tools/list")).decode())["result"]["tools"]
+    rows = [["HTTP, prepared bytes (fast path)", fmt_ms(ms(fast, 50)), fmt_ms(ms(fast, 99)),
+             f"{fast.cpu / len(fast.latencies) * 1e3:.2f}"],
+            ["HTTP, SDK path", fmt_ms(ms(sdk, 50)), fmt_ms(ms(sdk, 99)),
+             f"{sdk.cpu / len(sdk.latencies) * 1e3:.2f}"]]
+    return rows, f"tools listed: {len(listed)}; answer {size} bytes, {size / len(listed):.0f} B per tool"
+
+
 async def run(args: argparse.Namespace) -> list[str]:
     tmp = Path(tempfile.mkdtemp(prefix="list-bench-"))
     config = write_config(tmp)
@@ -186,15 +205,8 @@ async def run(args: argparse.Namespace) -> list[str]:
             await s.open()
         await timed_lists(lister, 3, Sample())
         await timed_lists(lister, 3, Sample(), lead=b" ")
-        fast, sdk = Sample(), Sample()
-        size = 0
-        for _ in range(3):  # alternate, so the machine's load favours neither
-            size = await timed_lists(lister, n // 3, fast)
-            await timed_lists(lister, n // 3, sdk, lead=b" ")
-        listed = json.loads((await lister.request(0, "tools/list")).decode())["result"]["tools"]
-        out.append(f"tools listed: {len(listed)}; answer {size} bytes, {size / len(listed):.0f} B per tool")
-        rows = [["HTTP, prepared bytes (fast path)", fmt_ms(ms(fast, 50)), fmt_ms(ms(fast, 99))],
-                ["HTTP, SDK path", fmt_ms(ms(sdk, 50)), fmt_ms(ms(sdk, 99))]]
+        rows, sized = await list_latencies(lister, PIDS[port], n)
+        out.append(sized)
         seconds = 4 * args.scale
         quiet, busy_fast, quiet2, busy_sdk = Sample(), Sample(), Sample(), Sample()
         await calls_while(caller, "echo_echo", seconds, quiet)
@@ -215,8 +227,9 @@ async def run(args: argparse.Namespace) -> list[str]:
         stream_writer.close()
     stdio = Sample()
     await stdio_lists(tmp, config, n, stdio)
-    rows.append(["stdio, prepared bytes (fast path)", fmt_ms(ms(stdio, 50)), fmt_ms(ms(stdio, 99))])
-    out.append(markdown_table(["tools/list of 1,000 real tools", "p50 ms", "p99 ms"], rows))
+    rows.append(["stdio, prepared bytes (fast path)", fmt_ms(ms(stdio, 50)), fmt_ms(ms(stdio, 99)), "—"])
+    out.append(markdown_table(["tools/list of 1,000 real tools", "p50 ms", "p99 ms",
+                               "hub CPU ms per list"], rows))
     q = [quiet, quiet2]
     calls_rows = [
         ["quiet", fmt_ms(ms(quiet, 50)), fmt_ms(ms(quiet, 99)), "1.00×", "—"],
