@@ -4,41 +4,28 @@ The stdio fast path (:mod:`.fastpath`) and the HTTP fast path
 (:mod:`.http_fastpath`) differ only in how bytes travel; what a call does is
 the same: :meth:`Hub.call_tool` (the pipeline, validation, hooks, size cap,
 metrics, drain and access rules), then the per-version shaping the SDK applies
-to a ``tools/call`` result. A :class:`FastChannel` is what the per-call context
-(:class:`~.fastpath._FastCallContext`) relays progress, log messages and
-server-to-client requests through.
+to a ``tools/call`` result. Side traffic of a call (progress, log messages,
+server-to-client requests) goes through the one relay context of every
+transport (:class:`~.call_context.RelayCallContext`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 import mcp_types.methods as _methods
 import pydantic_core
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, ClientCapabilities
+from mcp.types import INTERNAL_ERROR
 
 from mcp_hub.access import Caller
 from mcp_hub.context import CallContext
 
-__all__ = ["FastChannel", "call_message", "encode_message", "error_message"]
+__all__ = ["call_message", "encode_message", "error_message"]
 
 logger = logging.getLogger(__name__)
-
-
-class FastChannel(Protocol):
-    """Where a fast-path call's side traffic goes (a stdio pipe, an HTTP response)."""
-
-    hub: Any
-    capabilities: ClientCapabilities | None
-    client_name: str | None
-
-    @property
-    def log_level(self) -> str | None: ...
-    async def notify(self, method: str, params: dict[str, Any]) -> None: ...
-    async def request(self, method: str, params: dict[str, Any] | None) -> Any: ...
 
 
 def error_message(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:

@@ -45,16 +45,25 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorizat
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, INTERNAL_ERROR, ClientCapabilities
+from mcp.types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    ClientCapabilities,
+    LoggingMessageNotificationParams,
+    ProgressNotificationParams,
+)
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.access import Caller
 from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.call_context import ClientMethod, RelayCallContext, ResultT
 from mcp_hub.downstream.fast_call import call_message, encode_message
-from mcp_hub.downstream.fastpath import _FastCallContext, _Pending
+from mcp_hub.downstream.fastpath import _Pending
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.prepared_lists import LIST_METHODS, prepared_lists
+from mcp_hub.log_levels import client_log_level
 
 __all__ = ["FastSession", "HttpFastPath", "freeze_startup_heap", "live_session"]
 
@@ -274,7 +283,7 @@ class HttpFastPath:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(_watch_disconnect, receive, cancel)
                         with cancel:
-                            call = _FastCallContext(channel, rid, name, None)
+                            call = channel.context(rid, name)
                             message = await call_message(self.hub, caller, session.version, rid,
                                                          name, arguments, call)
                         tg.cancel_scope.cancel()
@@ -309,6 +318,11 @@ def _parse(body: bytes) -> dict[str, Any] | None:
     return raw
 
 
+def _dump(params: BaseModel) -> dict[str, Any]:
+    dumped: dict[str, Any] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
 def _encode_id(rid: Any) -> bytes:
     return json.dumps(rid).encode()
 
@@ -339,11 +353,28 @@ class _HttpChannel:
         info = getattr(params, "client_info", None)
         self.client_name: str | None = getattr(info, "name", None)
 
-    @property
-    def log_level(self) -> str | None:
-        state = getattr(self.session.connection, "state", None)
-        level = state.get("mcp_hub.log_level") if isinstance(state, dict) else None
-        return level if isinstance(level, str) else None
+    def context(self, rid: Any, name: str) -> RelayCallContext:
+        """The call's context: the one relay context of every transport, over this channel."""
+        return RelayCallContext(self, tool_name=name, request_id=rid, progress_token=None,
+                                client_capabilities=self.capabilities, client_name=self.client_name,
+                                session=self.session.connection, hub=self.hub)
+
+    # the Downstream of mcp_hub.downstream.call_context
+    def log_threshold(self) -> str | None:
+        return client_log_level(getattr(self.session.connection, "state", None))
+
+    async def send_progress(self, params: ProgressNotificationParams,
+                            request_id: str | int | None) -> None:
+        await self.notify("notifications/progress", _dump(params))
+
+    async def send_log(self, params: LoggingMessageNotificationParams,
+                       request_id: str | int | None) -> None:
+        await self.notify("notifications/message", _dump(params))
+
+    async def send_request(self, method: ClientMethod, params: BaseModel | None,
+                           result_type: type[ResultT], request_id: str | int | None) -> ResultT:
+        raw = await self.request(method, None if params is None else _dump(params))
+        return result_type.model_validate(raw)
 
     async def _event(self, message: dict[str, Any]) -> None:
         if not self.streaming:

@@ -18,17 +18,19 @@ fields).
 Preparation runs in a worker thread, so the loop keeps serving calls; a burst
 of lists of one key (every client re-listing after a ``list_changed``) waits
 for one preparation. A list of more than ``page_size`` entries is split into
-pages whose ``nextCursor`` names the generation it belongs to: a cursor from
-an older generation is refused with ``-32602`` and a message saying to list
+pages whose ``nextCursor`` names the preparation it belongs to: a cursor from
+a list that has changed since is refused with ``-32602`` and a message saying to list
 again, never answered with a page of a different list.
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import logging
 import weakref
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -59,9 +61,11 @@ _MAX_ENTRIES = 64
 
 @dataclass
 class _Prepared:
-    generation: int
+    generation: Hashable
     config: Any
     pages: list[bytes]
+    #: Names this preparation in its cursors (a later one of the same key has another).
+    serial: int
 
 
 class PreparedLists:
@@ -73,13 +77,20 @@ class PreparedLists:
         self.page_size = page_size if page_size and page_size > 0 else None
         self._entries: OrderedDict[tuple[Any, ...], _Prepared] = OrderedDict()
         self._building: dict[tuple[Any, ...], anyio.Event] = {}
+        self._serials = itertools.count(1)
         #: How many preparations ran (a burst of lists of one key counts once).
         self.preparations = 0
 
     # ------------------------------------------------------------------ generations
-    def generation(self, kind: ListKind) -> int:
-        """The change counter of ``kind``: the registry's for tools, the session tracker's else."""
+    def generation(self, kind: ListKind) -> Hashable:
+        """What changes when the list of ``kind`` may: for tools, the registry's generation with
+        the availability of gated tools (a ``check_fn`` that flips after its TTL); for the
+        others, the session tracker's change counter."""
         if kind == "tools":
+            definitions = getattr(self.hub.registry, "definitions", None)
+            if definitions is not None:
+                key: Hashable = definitions.availability_key()
+                return key
             return int(self.hub.registry.generation)
         counters = getattr(self.hub.sessions, "generations", {})
         return int(counters.get("prompts" if kind == "prompts" else "resources", 0))
@@ -107,7 +118,7 @@ class PreparedLists:
                 and entry.config is self.hub.config)
 
     async def _prepare(self, key: tuple[Any, ...], kind: ListKind, caller: Caller, version: str,
-                       generation: int) -> None:
+                       generation: Hashable) -> None:
         done = self._building[key] = anyio.Event()
         config = self.hub.config
         try:
@@ -115,11 +126,11 @@ class PreparedLists:
             # Tools are built (models, the tool_search plan) in the worker thread; the other
             # lists are a cheap filter of the upstream catalog, taken here on the loop.
             items = None if kind == "tools" else await self._items(kind, caller)
-            pages = await anyio.to_thread.run_sync(self._build, kind, caller, version, generation,
-                                                   items)
+            serial = next(self._serials)
+            pages = await anyio.to_thread.run_sync(self._build, kind, caller, version, serial, items)
             self.preparations += 1
             if self.generation(kind) == generation and self.hub.config is config:
-                self._entries[key] = _Prepared(generation, config, pages)
+                self._entries[key] = _Prepared(generation, config, pages, serial)
                 self._entries.move_to_end(key)
                 while len(self._entries) > _MAX_ENTRIES:
                     self._entries.popitem(last=False)
@@ -131,8 +142,8 @@ class PreparedLists:
     def _page(self, entry: _Prepared, cursor: str | None) -> bytes:
         if cursor is None:
             return entry.pages[0]
-        generation, index = _parse_cursor(cursor)
-        if generation != entry.generation:
+        serial, index = _parse_cursor(cursor)
+        if serial != entry.serial:
             raise MCPError(types.INVALID_PARAMS,
                            "Invalid cursor: the list changed since this cursor was issued; "
                            "list again without a cursor")
@@ -141,7 +152,7 @@ class PreparedLists:
         return entry.pages[index]
 
     # ------------------------------------------------------------------ building (worker thread)
-    def _build(self, kind: ListKind, caller: Caller, version: str, generation: int,
+    def _build(self, kind: ListKind, caller: Caller, version: str, serial: int,
                items: list[Any] | None) -> list[bytes]:
         if items is None:
             items = list(self.hub.list_tools(caller))
@@ -151,7 +162,7 @@ class PreparedLists:
         pages: list[bytes] = []
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
-            cursor = None if last else _make_cursor(generation, index + 1)
+            cursor = None if last else _make_cursor(serial, index + 1)
             pages.append(serialize_result(_METHOD_OF[kind], version, _model(kind, chunk, cursor)))
         return pages
 
@@ -180,17 +191,17 @@ def serialize_result(method: str, version: str, result: Any) -> bytes:
     return pydantic_core.to_json(shaped)
 
 
-def _make_cursor(generation: int, index: int) -> str:
-    return base64.urlsafe_b64encode(f"mcp-hub:{generation}:{index}".encode()).decode().rstrip("=")
+def _make_cursor(serial: int, index: int) -> str:
+    return base64.urlsafe_b64encode(f"mcp-hub:{serial}:{index}".encode()).decode().rstrip("=")
 
 
 def _parse_cursor(cursor: str) -> tuple[int, int]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        tag, generation, index = raw.split(":")
+        tag, serial, index = raw.split(":")
         if tag != "mcp-hub":
             raise ValueError(tag)
-        return int(generation), int(index)
+        return int(serial), int(index)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MCPError(types.INVALID_PARAMS, "Invalid cursor") from exc
 
