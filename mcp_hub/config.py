@@ -141,6 +141,8 @@ class HubSettings(_Model):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = "text"
     max_result_size_chars: int = Field(default=100_000, ge=1000)
+    #: Entries per page of a list answered from prepared bytes (0: one page; docs/lists.md).
+    list_page_size: int = Field(default=0, ge=0)
     watch_config: bool = True
     #: Folders put before a stdio child's PATH (``./x`` is relative to this file).
     path: list[str] = Field(default_factory=list)

@@ -221,14 +221,10 @@ class PinStore:
         effect without a restart (refresh the returned servers' tools).
         """
         with self._lock:
-            # The stat comes first: an unchanged file (nearly every poll) costs one stat,
-            # not a serialisation of every record while holding the GIL.
-            stamp = self._stat()
-            if stamp == self._stamp and stamp is not None:
-                return set()
-            before = {k: canonical_json(v) for k, v in self._state.servers.items()}
+            old = self._state
             if not self._load_if_changed():
-                return set()
+                return set()  # the common case costs one stat, not a canonical dump of every pin
+            before = {k: canonical_json(v) for k, v in old.servers.items()}
             after = {k: canonical_json(v) for k, v in self._state.servers.items()}
             return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
 

@@ -218,6 +218,9 @@ async def adopt(name: str, argv: list[str], env: Mapping[str, str], cwd: str | N
 # ---------------------------------------------------------------------------- the adapter
 
 
+_WRITE_HIGH_WATER = 1 << 20
+
+
 class _Receive:
     """A pipe read end as an async iterator of byte chunks (what the transport reads)."""
 
@@ -239,18 +242,34 @@ class _Receive:
 
 
 class _Send:
-    """A pipe write end with ``send``/``aclose``."""
+    """A pipe write end with ``send``/``aclose``.
+
+    Everything sent during one turn of the event loop goes out in one write: with
+    many calls in flight, each write is a syscall and a wake-up of the child.
+    """
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
+        self._queued: list[bytes] = []
+
+    def _flush(self) -> None:
+        data = b"".join(self._queued)
+        self._queued.clear()
+        if data and not self._writer.is_closing():
+            self._writer.write(data)
 
     async def send(self, data: bytes) -> None:
         if self._writer.is_closing():
             raise BrokenPipeError("the child's stdin is closed")
-        self._writer.write(data)
-        await self._writer.drain()
+        if not self._queued:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._queued.append(data)
+        transport = self._writer.transport
+        if transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
+            await self._writer.drain()
 
     async def aclose(self) -> None:
+        self._flush()
         self._writer.close()
 
 

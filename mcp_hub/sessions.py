@@ -64,6 +64,9 @@ class SessionTracker:
         #: A digest of the tools a connection sees (set by the server); with it, a
         #: tools/list_changed goes only to connections whose visible tools changed.
         self.visible: Callable[[Connection], int] | None = None
+        #: A counter per kind, bumped the moment a change is reported (prepared lists key on it).
+        self.generations: dict[str, int] = dict.fromkeys(_KINDS, 0)
+        self._by_id: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
 
     # -- sessions -------------------------------------------------------------------------
     def add(self, connection: Connection) -> None:
@@ -72,17 +75,25 @@ class SessionTracker:
             return
         self._connections.add(connection)
         self._tools_changed_for(connection)  # the baseline: what it sees now
+        sid = getattr(connection, "session_id", None)
+        if isinstance(sid, str):
+            self._by_id[sid] = connection
         ref = weakref.ref(connection)
 
         async def _forget() -> None:
             conn = ref()
             if conn is not None:
                 self._connections.discard(conn)
+                self._by_id.pop(getattr(conn, "session_id", None) or "", None)
 
         try:
             connection.exit_stack.push_async_callback(_forget)
         except Exception:  # an exit stack already unwound: the weak set still cleans up
             logger.debug("could not register connection cleanup", exc_info=True)
+
+    def by_session_id(self, session_id: str) -> Connection | None:
+        """The live connection of a Streamable HTTP session, if it has been seen."""
+        return self._by_id.get(session_id)
 
     @property
     def count(self) -> int:
@@ -94,6 +105,7 @@ class SessionTracker:
     # -- change notifications ----------------------------------------------------------------
     def changed(self, kind: ChangeKind) -> None:
         """Schedule a ``list_changed`` of ``kind``; cheap and callable from any thread."""
+        self.generations[kind] = self.generations.get(kind, 0) + 1
         token = self._token
         if token is None or threading.get_ident() == self._loop_thread:
             self._mark(kind)

@@ -8,8 +8,10 @@ the request is parsed once, runs through :meth:`Hub.call_tool` — the same call
 pipeline, validation, hooks, size cap and metrics — and the result is written
 back after the same per-version shaping the SDK applies.
 
-Everything else (the handshake, lists, prompts, resources, pings, the
-2026-07-28 era) stays with the SDK server. The fast path only serves a
+Lists (``tools/list``, ``prompts/list``, ``resources/list``,
+``resources/templates/list``) are written from prepared bytes
+(:mod:`.prepared_lists`). Everything else (the handshake, prompts, resources,
+pings, the 2026-07-28 era) stays with the SDK server. The fast path only serves a
 connection after it has seen its ``initialize`` request, and it relays what a
 call needs from the client itself: progress notifications, log messages (at
 the level the client set), cancellation, and server-to-client requests
@@ -26,7 +28,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import mcp_types.methods as _methods
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -39,8 +40,11 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from mcp_hub.access import as_caller
 from mcp_hub.downstream.call_context import ClientMethod, RelayCallContext, ResultT
+from mcp_hub.downstream.fast_call import call_message
 from mcp_hub.downstream.jsonrpc import is_request_id
+from mcp_hub.downstream.prepared_lists import LIST_METHODS, ListKind, prepared_lists
 from mcp_hub.log_levels import LOG_LEVELS, client_log_level, set_client_log_level
 
 __all__ = ["StdioFastPath"]
@@ -96,7 +100,7 @@ class StdioFastPath:
         if self._pending and (b'"result"' in line or b'"error"' in line):
             return True
         return (b'"tools/call"' in line or b'"initialize"' in line or b'"notifications/cancelled"' in line
-                or b'"logging/setLevel"' in line)
+                or b'"logging/setLevel"' in line or b'/list"' in line)
 
     def intercept(self, raw: Any) -> bool:
         """Handle ``raw`` (a parsed message); False leaves it to the SDK server."""
@@ -134,6 +138,8 @@ class StdioFastPath:
             return True
         if method == "tools/call" and self.version is not None:
             return self._start_call(raw.get("id"), params)
+        if method in LIST_METHODS and self.version is not None:
+            return self._start_list(raw.get("id"), method, params)
         return False
 
     def _seen_initialize(self, rid: Any, params: dict[str, Any]) -> None:
@@ -198,20 +204,9 @@ class StdioFastPath:
                     self, tool_name=name, request_id=rid, progress_token=token,
                     client_capabilities=self.capabilities, client_name=self.client_name,
                     session=self, hub=self.hub, meta=meta, protocol_version=self.version)
-                try:
-                    result = await self.hub.call_tool(name, arguments, call, profile=self.profile)
-                    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-                    assert self.version is not None
-                    shaped = _methods.serialize_server_result("tools/call", self.version, dumped)
-                    data = _encode({"jsonrpc": "2.0", "id": rid, "result": shaped})
-                except MCPError as exc:
-                    data = _encode({"jsonrpc": "2.0", "id": rid,
-                                    "error": exc.error.model_dump(by_alias=True, mode="json",
-                                                                  exclude_none=True)})
-                except Exception:
-                    logger.exception("tools/call %s failed inside the hub", name)
-                    data = _encode({"jsonrpc": "2.0", "id": rid,
-                                    "error": {"code": INTERNAL_ERROR, "message": "Internal error"}})
+                assert self.version is not None
+                data = _encode(await call_message(self.hub, self.profile, self.version, rid, name,
+                                                  arguments, call))
         finally:
             self._calls.pop(coerce_request_id(rid), None)
         if scope.cancel_called:
@@ -221,6 +216,28 @@ class StdioFastPath:
                             "error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}})
         if data is not None:
             await self.send_raw(data)
+
+    def _start_list(self, rid: Any, method: str, params: Any) -> bool:
+        """A list is answered from prepared bytes (:mod:`.prepared_lists`)."""
+        if self._closing or not is_request_id(rid) or (params is not None and not isinstance(params, dict)):
+            return False
+        cursor = (params or {}).get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            return False
+        self.tg.start_soon(self._list, rid, LIST_METHODS[method], cursor)
+        return True
+
+    async def _list(self, rid: Any, kind: ListKind, cursor: str | None) -> None:
+        assert self.version is not None
+        head = b'{"jsonrpc":"2.0","id":' + _encode(rid).rstrip(b"\n") + b',"result":'
+        try:
+            body = await prepared_lists(self.hub).result(kind, as_caller(self.profile), self.version,
+                                                         cursor)
+            data = head + body + b"}\n"
+        except MCPError as exc:
+            data = _encode({"jsonrpc": "2.0", "id": rid, "error": exc.error.model_dump(
+                by_alias=True, mode="json", exclude_none=True)})
+        await self.send_raw(data)
 
     # ---------------------------------------------------------------- output side
     # (the Downstream of mcp_hub.downstream.call_context: one RelayCallContext per call)

@@ -41,11 +41,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_hub.auth.audit import AuditLog
 from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, sdk_user
 from mcp_hub.auth.identity import Identity
+from mcp_hub.access import Caller
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
+from mcp_hub.downstream.http_fastpath import HttpFastPath, freeze_startup_heap
 from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.identity import IDENTITY_KEY, build_authenticator
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
@@ -275,6 +277,8 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         prefix = "" if profile is None else f"/p/{profile}"
         sse_routes += sse_endpoints(server, prefix, security, pool)
 
+    fast_served: dict[str, int] = {}
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -293,6 +297,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         body = hub.status()
         body["http_sessions"] = pool.describe()
         body["resumption"] = resumption.stats()
+        body["http_fast_path"] = dict(fast_served)
         return Response(json.dumps(body, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
@@ -317,10 +322,16 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             await stack.enter_async_context(resumption.running())
             for manager in managers.values():
                 await stack.enter_async_context(manager.run())
+            freeze_startup_heap()
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption)
+    if not stateless:  # plain JSON answers for plain requests on live sessions
+        app.add_middleware(HttpFastPath, hub=hub, max_body=http.max_body_bytes, served=fast_served,
+                           endpoints={
+            manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()
+            if isinstance(manager, PooledSessionManager)})
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http,

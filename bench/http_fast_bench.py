@@ -1,0 +1,279 @@
+"""Streamable HTTP side by side: the hub vs the SDK's own server vs FastMCP's proxy.
+
+One command, from the repository root::
+
+    .venv/bin/python bench/http_fast_bench.py            # about a minute
+    .venv/bin/python bench/http_fast_bench.py --scale 0.5
+
+Targets, every one in front of the same echo upstream (``tests.fixtures.echo_server``)
+and spoken to with the lean raw-HTTP client of ``bench/raw_http.py``:
+
+* ``direct``  — the echo server itself over Streamable HTTP (the SDK's own server);
+* ``mcp-hub`` — ``mcp-hub serve --transport http``, the echo server as a stdio upstream;
+* ``fastmcp`` — FastMCP 4.1.6's proxy (``bench/peers/fastmcp_proxy.py``) over HTTP,
+  the echo server as its stdio upstream (installed by ``bench/peers/run.py``; skipped
+  if ``bench/peers/.venv-fastmcp`` is missing).
+
+Load: 16 sessions × 4 requests in flight (one keep-alive connection per slot),
+``tools/call echo`` back to back; then one call at a time for the added latency.
+The measured time is split into chunks that alternate between the targets, so
+the machine's background load favours none of them. Loopback only, bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import (
+    ECHO_ARGS,
+    PY,
+    ROOT,
+    base_env,
+    child_pids,
+    fmt_ms,
+    fmt_ratio,
+    free_port,
+    hub_command,
+    hub_config,
+    markdown_table,
+    percentile,
+)
+from bench.raw_http import RawSession, Sample
+
+#: The pid of the server listening on each port.
+PIDS: dict[int, int] = {}
+
+
+def cpu_seconds(pid: int, children: bool = True) -> float:
+    """CPU time (user + system) of ``pid`` and its children, from /proc (Linux only)."""
+    total = 0.0
+    for p in (pid, *(child_pids(pid) if children else ())):
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+FASTMCP_PY = ROOT / "bench" / "peers" / ".venv-fastmcp" / "bin" / "python"
+SESSIONS, IN_FLIGHT = 16, 4
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+async def _wait_http(port: int, proc: subprocess.Popen[bytes], within: float = 60) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited early with code {proc.returncode}")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise TimeoutError(f"nothing listening on {port}")
+
+
+@asynccontextmanager
+async def _process(argv: list[str], port: int, log_path: Path, py: str = PY,
+                   ready: Callable[[], bool] | None = None) -> AsyncIterator[int]:
+    """Start a server; yields its port (its pid is in :data:`PIDS` under that port)."""
+    with open(log_path, "w") as err:
+        proc = subprocess.Popen([py, *argv], cwd=ROOT, env=base_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        PIDS[port] = proc.pid
+        await _wait_http(port, proc)
+        if ready is not None:
+            for _ in range(600):
+                if ready():
+                    break
+                await asyncio.sleep(0.1)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def direct(tmp: Path) -> AbstractAsyncContextManager[int]:
+    port = free_port()
+    return _process([*ECHO_ARGS, "--transport", "http", "--port", str(port)], port, tmp / "direct.log")
+
+
+def hub(tmp: Path) -> AbstractAsyncContextManager[int]:
+    port = free_port()
+    config = hub_config(tmp / "hub.toml", {"echo": {}})
+    # Its own state dir: the default one is shared by every hub run on the machine.
+    config.write_text(config.read_text().replace("[hub]\n", f"[hub]\nstate_dir = {json.dumps(str(tmp))}\n", 1))
+    return _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
+                    tmp / "hub.log", ready=lambda: _ready(port))
+
+
+def _ready(port: int) -> bool:
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def fastmcp(tmp: Path) -> AbstractAsyncContextManager[int]:
+    port = free_port()
+    config = tmp / "fastmcp.json"
+    config.write_text(json.dumps({"mcpServers": {"echo": {
+        "command": PY, "args": ECHO_ARGS, "cwd": str(ROOT), "env": base_env()}}}))
+    return _process([str(ROOT / "bench" / "peers" / "fastmcp_proxy.py"), str(config), "http", str(port)],
+                    port, tmp / "fastmcp.log", py=str(FASTMCP_PY))
+
+
+TARGETS = {"direct": direct, "mcp-hub": hub, "fastmcp": fastmcp}
+
+
+async def _sessions(port: int, tool: str) -> list[RawSession]:
+    sessions = [RawSession("127.0.0.1", port, width=IN_FLIGHT) for _ in range(SESSIONS)]
+    for s in sessions:
+        await s.open()
+    await sessions[0].request(0, "tools/call", {"name": tool, "arguments": {"text": "warm"}})
+    return sessions
+
+
+async def _find_echo(session: RawSession) -> str:
+    body = await session.request(0, "tools/list")
+    text = body.decode()
+    data = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    names = [t["name"] for t in data["result"]["tools"]]
+    return str(next(n for n in names if n.split("_")[-1] == "echo"))
+
+
+async def _chunk(sessions: list[RawSession], tool: str, seconds: float, sample: Sample,
+                 width: int) -> None:
+    for s in sessions[:width]:
+        await s.reconnect()
+    pid = PIDS.get(sessions[0].conns[0].port)
+    cpu_before = cpu_seconds(pid) if pid else 0.0
+    own_before = cpu_seconds(pid, children=False) if pid else 0.0
+    calls_before = len(sample.latencies)
+    until = time.perf_counter() + seconds
+    params = {"name": tool, "arguments": {"text": "hello"}}
+    started = time.perf_counter()
+    await asyncio.gather(*(s.loop(c, "tools/call", params, until, sample)
+                           for s in sessions[:width] for c in range(IN_FLIGHT if width > 1 else 1)))
+    sample.seconds += time.perf_counter() - started
+    if pid:
+        sample.cpu += cpu_seconds(pid) - cpu_before
+        sample.cpu_own += cpu_seconds(pid, children=False) - own_before
+        sample.cpu_calls += len(sample.latencies) - calls_before
+
+
+async def run(args: argparse.Namespace) -> dict[str, dict[str, Sample]]:
+    tmp = Path(tempfile.mkdtemp(prefix="http-fast-bench-"))
+    log(f"logs in {tmp}")
+    names = [n for n in args.targets if n != "fastmcp" or FASTMCP_PY.exists()]
+    results: dict[str, dict[str, Sample]] = {n: {"load": Sample(), "one": Sample()} for n in names}
+    async with contextlib_exit_stack() as stack:
+        ports = {n: await stack.enter_async_context(TARGETS[n](tmp)) for n in names}
+        tools: dict[str, str] = {}
+        open_sessions: dict[str, list[RawSession]] = {}
+        for n in names:
+            probe = RawSession("127.0.0.1", ports[n])
+            await probe.open()
+            tools[n] = await _find_echo(probe)
+            await probe.close()
+            open_sessions[n] = await _sessions(ports[n], tools[n])
+            log(f"{n}: port {ports[n]}, tool {tools[n]}")
+        for n in names:  # warm-up
+            await _chunk(open_sessions[n], tools[n], 1.0 * args.scale, Sample(), SESSIONS)
+        for r in range(args.rounds):
+            for n in (names if r % 2 == 0 else names[::-1]):
+                await _chunk(open_sessions[n], tools[n], args.chunk_seconds * args.scale,
+                             results[n]["load"], SESSIONS)
+                await _chunk(open_sessions[n], tools[n], args.chunk_seconds * args.scale / 2,
+                             results[n]["one"], 1)
+        for sessions in open_sessions.values():
+            for s in sessions:
+                await s.close()
+    return results
+
+
+@asynccontextmanager
+async def contextlib_exit_stack() -> AsyncIterator[Any]:
+    from contextlib import AsyncExitStack
+    async with AsyncExitStack() as stack:
+        yield stack
+
+
+def report(results: dict[str, dict[str, Sample]]) -> str:
+    def stats(s: Sample) -> tuple[float, float, float]:
+        lat = sorted(s.latencies)
+        return len(lat) / s.seconds if s.seconds else float("nan"), percentile(lat, 50) * 1e3, percentile(lat, 99) * 1e3
+
+    base = stats(results["direct"]["load"]) if "direct" in results else None
+    base_one = stats(results["direct"]["one"]) if "direct" in results else None
+    hub_rate = stats(results["mcp-hub"]["load"])[0] if "mcp-hub" in results else None
+    def cpu_us(s: Sample) -> float:
+        return s.cpu / s.cpu_calls * 1e6 if s.cpu_calls else float("nan")
+
+    base_cpu = cpu_us(results["direct"]["load"]) if "direct" in results else None
+    rows = []
+    for n, parts in results.items():
+        rate, p50, p99 = stats(parts["load"])
+        _, one50, one99 = stats(parts["one"])
+        cpu = cpu_us(parts["load"])
+        load = parts["load"]
+        own = load.cpu_own / load.cpu_calls * 1e6 if load.cpu_calls else float("nan")
+        rows.append([n, f"{cpu:.0f} ({own:.0f} + {cpu - own:.0f})", fmt_ratio(base_cpu / cpu) if base_cpu else "—",
+                     f"{rate:.0f}", fmt_ms(p50), fmt_ms(p99),
+                     fmt_ratio(rate / base[0]) if base and base[0] else "—",
+                     fmt_ratio(hub_rate / rate) if hub_rate and rate else "—",
+                     fmt_ms(one50), f"{one50 - base_one[1]:+.2f}" if base_one else "—", fmt_ms(one99),
+                     str(parts["load"].errors + parts["one"].errors)])
+    return markdown_table(["target", "server CPU µs/call (proxy + upstream)", "calls per CPU-s vs direct",
+                           "calls/s (16×4)", "p50 ms", "p99 ms", "vs direct",
+                           "hub ÷ this", "p50 ms (1 in flight)", "added p50", "p99 ms (1)", "errors"], rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every duration")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--chunk-seconds", type=float, default=4.0)
+    args = parser.parse_args(argv)
+    import os
+    load = os.getloadavg()
+    started = time.strftime("%H:%M:%S", time.gmtime())
+    results = asyncio.run(run(args))
+    print(f"{started} UTC, load average {load[0]:.1f} at start, {os.cpu_count()} cores (shared machine)")
+    for n, parts in results.items():
+        for kind, sample in parts.items():
+            if sample.errors:
+                print(f"{n} ({kind}): {sample.errors} errors, first: {sample.first_error}")
+    print(report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

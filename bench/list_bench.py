@@ -1,0 +1,265 @@
+"""tools/list of 1,000 real tools, and what a lister does to everyone else's calls.
+
+One command, from the repository root::
+
+    .venv/bin/python bench/list_bench.py             # about a minute
+    .venv/bin/python bench/list_bench.py --scale 0.5
+
+The hub fronts ``bench/catalog_server.py`` (1,000 real tool definitions from the
+captured catalogs of 59 published servers) and the echo upstream, with
+``tool_search`` off so every tool is listed. Raw clients only (``bench/raw_http.py``
+over HTTP, JSON lines over stdio). Measured, side by side in one run:
+
+* ``tools/list`` latency over HTTP from prepared bytes (the fast path) and through
+  the SDK path (the same request with a leading space, which the fast path leaves
+  to the SDK), and over stdio; answer size per tool;
+* another session's ``echo`` call p99 while one client lists in a loop, against
+  its quiet p99 (for the fast path and for the SDK path);
+* 20 sessions re-listing at once right after an upstream change (``add_tool`` on
+  the echo server): all answered with the new tool, and the calls meanwhile.
+
+Loopback only; every loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import ECHO_ARGS, PY, ROOT, base_env, fmt_ms, hub_command, markdown_table, percentile
+from bench.http_fast_bench import PIDS, _process, _ready, cpu_seconds
+from bench.raw_http import RawSession, Sample
+
+TOOLS = 1000
+
+
+def write_config(tmp: Path) -> Path:
+    path = tmp / "servers.toml"
+    path.write_text("\n".join([
+        "[hub]", "startup_timeout = 60", 'log_level = "warning"', f"state_dir = {json.dumps(str(tmp))}", "",
+        "[tool_search]", 'mode = "off"', "",
+        "[servers.cat]", f"command = {json.dumps(PY)}",
+        f"args = {json.dumps([str(ROOT / 'bench' / 'catalog_server.py'), str(TOOLS - 12)])}",
+        f"cwd = {json.dumps(str(ROOT))}", "",
+        "[servers.echo]", f"command = {json.dumps(PY)}", f"args = {json.dumps(ECHO_ARGS)}",
+        f"cwd = {json.dumps(str(ROOT))}", ""]))
+    return path
+
+
+def ms(sample: Sample, q: float) -> float:
+    return percentile(sorted(sample.latencies), q) * 1e3
+
+
+async def timed_lists(session: RawSession, n: int, sample: Sample, *, lead: bytes = b"") -> int:
+    size = 0
+    for _ in range(n):
+        body = lead + session.body("tools/list")
+        started = time.perf_counter()
+        status, _, data = await session.conns[0].post(session.path, body, session._headers())
+        sample.latencies.append(time.perf_counter() - started)
+        if status != 200 or b'"result"' not in data:
+            sample.errors += 1
+        size = len(data)
+    return size
+
+
+async def lister_loop(session: RawSession, until: float, lead: bytes, counter: list[int]) -> None:
+    while time.perf_counter() < until:
+        await session.conns[0].post(session.path, lead + session.body("tools/list"), session._headers())
+        counter[0] += 1
+
+
+async def calls_while(caller: RawSession, tool: str, seconds: float, sample: Sample,
+                      lister: RawSession | None = None, lead: bytes = b"") -> int:
+    await caller.reconnect()
+    if lister is not None:
+        await lister.reconnect()
+    until = time.perf_counter() + seconds
+    counter = [0]
+    jobs = [caller.loop(0, "tools/call", {"name": tool, "arguments": {"text": "x"}}, until, sample)]
+    if lister is not None:
+        jobs.append(lister_loop(lister, until, lead, counter))
+    await asyncio.gather(*jobs)
+    return counter[0]
+
+
+async def stdio_lists(tmp: Path, config: Path, n: int, sample: Sample) -> None:
+    with open(tmp / "stdio.log", "w") as errlog:
+        proc = await asyncio.create_subprocess_exec(
+            PY, *hub_command(config), cwd=ROOT, env=base_env(), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=errlog, limit=64 << 20)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    async def ask(rid: int, method: str, params: dict[str, object] | None = None) -> bytes:
+        assert proc.stdin is not None and proc.stdout is not None
+        msg: dict[str, object] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        marker = f'"id":{rid},'.encode()
+        while True:
+            line = await asyncio.wait_for(proc.stdout.readline(), 120)
+            if not line:
+                raise RuntimeError("the stdio hub exited")
+            if marker in line[:40] or marker.replace(b":", b": ") in line[:40]:
+                return line
+
+    try:
+        await ask(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "raw", "version": "1"}})
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        for i in range(1, n + 6):
+            started = time.perf_counter()
+            await ask(i, "tools/list")
+            if i > 5:
+                sample.latencies.append(time.perf_counter() - started)
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 15)
+
+
+async def listen(session: RawSession, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The session's GET stream, where the hub sends ``notifications/tools/list_changed``."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                 + session._headers() + b"\r\n")
+    head = await reader.readuntil(b"\r\n\r\n")
+    if b" 200 " not in head.split(b"\r\n")[0]:
+        raise RuntimeError(f"GET stream refused: {head[:100]!r}")
+    return reader, writer
+
+
+async def wait_for(reader: asyncio.StreamReader, marker: bytes, within: float = 60) -> None:
+    seen = b""
+    async with asyncio.timeout(within):
+        while marker not in seen:
+            chunk = await reader.read(65536)
+            if not chunk:
+                raise RuntimeError("the GET stream ended")
+            seen = seen[-len(marker):] + chunk
+
+
+async def burst(sessions: list[RawSession], changer: RawSession, caller: RawSession, tool: str,
+                name: str, sample: Sample, stream: asyncio.StreamReader) -> tuple[int, bool]:
+    for s in (*sessions, changer, caller):
+        await s.reconnect()
+    await changer.request(0, "tools/call", {"name": "echo_add_tool", "arguments": {"name": name}})
+    await wait_for(stream, b"notifications/tools/list_changed")
+    done = asyncio.Event()
+
+    async def one(s: RawSession) -> bytes:
+        return await s.request(0, "tools/list")
+
+    async def calls() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            await caller.request(0, "tools/call", {"name": tool, "arguments": {"text": "x"}})
+            sample.latencies.append(time.perf_counter() - started)
+
+    task = asyncio.create_task(calls())
+    answers = await asyncio.gather(*(one(s) for s in sessions), return_exceptions=True)
+    done.set()
+    await task
+    ok = [a for a in answers if isinstance(a, bytes)]
+    return len(ok), all(f"echo_{name}".encode() in a for a in ok)
+
+
+async def list_latencies(lister: RawSession, pid: int, n: int) -> tuple[list[list[str]], str]:
+    """tools/list from prepared bytes vs through the SDK path, alternating; latency and hub CPU."""
+    fast, sdk = Sample(), Sample()
+    size = 0
+    for _ in range(3):  # alternate, so the machine's load favours neither
+        before = cpu_seconds(pid, children=False)
+        size = await timed_lists(lister, n // 3, fast)
+        fast.cpu += cpu_seconds(pid, children=False) - before
+        before = cpu_seconds(pid, children=False)
+        await timed_lists(lister, n // 3, sdk, lead=b" ")
+        sdk.cpu += cpu_seconds(pid, children=False) - before
+    listed = json.loads((await lister.request(0, "tools/list")).decode())["result"]["tools"]
+    rows = [["HTTP, prepared bytes (fast path)", fmt_ms(ms(fast, 50)), fmt_ms(ms(fast, 99)),
+             f"{fast.cpu / len(fast.latencies) * 1e3:.2f}"],
+            ["HTTP, SDK path", fmt_ms(ms(sdk, 50)), fmt_ms(ms(sdk, 99)),
+             f"{sdk.cpu / len(sdk.latencies) * 1e3:.2f}"]]
+    return rows, f"tools listed: {len(listed)}; answer {size} bytes, {size / len(listed):.0f} B per tool"
+
+
+async def run(args: argparse.Namespace) -> list[str]:
+    tmp = Path(tempfile.mkdtemp(prefix="list-bench-"))
+    config = write_config(tmp)
+    out: list[str] = [f"logs in {tmp}"]
+    from bench.common import free_port
+    port = free_port()
+    n = max(10, int(100 * args.scale))
+    async with _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
+                        tmp / "hub.log", ready=lambda: _ready(port)):
+        lister, caller, changer = (RawSession("127.0.0.1", port) for _ in range(3))
+        for s in (lister, caller, changer):
+            await s.open()
+        await timed_lists(lister, 3, Sample())
+        await timed_lists(lister, 3, Sample(), lead=b" ")
+        rows, sized = await list_latencies(lister, PIDS[port], n)
+        out.append(sized)
+        seconds = 4 * args.scale
+        quiet, busy_fast, quiet2, busy_sdk = Sample(), Sample(), Sample(), Sample()
+        await calls_while(caller, "echo_echo", seconds, quiet)
+        lists_fast = await calls_while(caller, "echo_echo", seconds, busy_fast, lister)
+        await calls_while(caller, "echo_echo", seconds, quiet2)
+        lists_sdk = await calls_while(caller, "echo_echo", seconds, busy_sdk, lister, b" ")
+        bursts, calm = Sample(), Sample()
+        sessions = [RawSession("127.0.0.1", port) for _ in range(20)]
+        for s in sessions:
+            await s.open()
+        answered, fresh = 0, True
+        stream, stream_writer = await listen(changer, port)
+        for i in range(args.bursts):
+            await calls_while(caller, "echo_echo", seconds / 4, calm)
+            got, new = await burst(sessions, changer, caller, "echo_echo", f"added_{i}", bursts, stream)
+            answered += got
+            fresh = fresh and new
+        stream_writer.close()
+    stdio = Sample()
+    await stdio_lists(tmp, config, n, stdio)
+    rows.append(["stdio, prepared bytes (fast path)", fmt_ms(ms(stdio, 50)), fmt_ms(ms(stdio, 99)), "—"])
+    out.append(markdown_table(["tools/list of 1,000 real tools", "p50 ms", "p99 ms",
+                               "hub CPU ms per list"], rows))
+    q = [quiet, quiet2]
+    calls_rows = [
+        ["quiet", fmt_ms(ms(quiet, 50)), fmt_ms(ms(quiet, 99)), "1.00×", "—"],
+        ["a client lists in a loop (fast path)", fmt_ms(ms(busy_fast, 50)), fmt_ms(ms(busy_fast, 99)),
+         f"{ms(busy_fast, 99) / ms(q[0], 99):.2f}×", str(lists_fast)],
+        ["quiet again", fmt_ms(ms(quiet2, 50)), fmt_ms(ms(quiet2, 99)), "—", "—"],
+        ["a client lists in a loop (SDK path)", fmt_ms(ms(busy_sdk, 50)), fmt_ms(ms(busy_sdk, 99)),
+         f"{ms(busy_sdk, 99) / ms(q[1], 99):.2f}×", str(lists_sdk)],
+        ["calls between bursts", fmt_ms(ms(calm, 50)), fmt_ms(ms(calm, 99)), "1.00×", "—"],
+        [f"calls during {args.bursts} bursts of 20 re-lists after a change", fmt_ms(ms(bursts, 50)),
+         fmt_ms(ms(bursts, 99)), f"{ms(bursts, 99) / ms(calm, 99):.2f}×", str(answered)],
+    ]
+    out.append(markdown_table(["another session's echo calls", "p50 ms", "p99 ms", "p99 vs quiet",
+                               "lists answered"], calls_rows))
+    out.append(f"bursts: {answered}/{20 * args.bursts} lists answered, every one with the new tool: {fresh}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies counts and durations")
+    parser.add_argument("--bursts", type=int, default=5)
+    args = parser.parse_args(argv)
+    load = os.getloadavg()
+    started = time.strftime("%H:%M:%S", time.gmtime())
+    lines = asyncio.run(run(args))
+    print(f"{started} UTC, load average {load[0]:.1f} at start, {os.cpu_count()} cores (shared machine)")
+    print("\n\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

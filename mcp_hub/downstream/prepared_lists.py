@@ -1,0 +1,217 @@
+"""Lists served from prepared bytes: ``tools/list`` and friends cost a lookup, not a build.
+
+A ``tools/list`` of a large catalog is the most expensive answer the hub gives:
+building the models, dumping them, shaping them for the protocol version and
+encoding the JSON takes tens of milliseconds for a thousand tools, and on the
+event loop every call in flight waits behind it. Here the ``result`` of each
+list is serialised once per
+
+    (kind, caller, protocol version, generation of that list, config)
+
+and every later list of the same key is answered with those bytes (on the
+stdio and HTTP fast paths). The serialisation is the SDK's own: the result
+model dumped ``by_alias``/``exclude_none`` and sieved by
+``serialize_server_result`` for the negotiated version, then encoded by
+pydantic-core, so the bytes equal what the SDK would write (compact, no null
+fields).
+
+Preparation runs in a worker thread, so the loop keeps serving calls; a burst
+of lists of one key (every client re-listing after a ``list_changed``) waits
+for one preparation. A list of more than ``page_size`` entries is split into
+pages whose ``nextCursor`` names the preparation it belongs to: a cursor from
+a list that has changed since is refused with ``-32602`` and a message saying to list
+again, never answered with a page of a different list.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import logging
+import weakref
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+import mcp_types.methods as _methods
+import pydantic_core
+from mcp import types
+from mcp.shared.exceptions import MCPError
+
+from mcp_hub.access import Caller
+
+__all__ = ["LIST_METHODS", "ListKind", "PreparedLists", "prepared_lists"]
+
+logger = logging.getLogger(__name__)
+
+ListKind = Literal["tools", "prompts", "resources", "templates"]
+#: The JSON-RPC list methods served from prepared bytes, and what each lists.
+LIST_METHODS: dict[str, ListKind] = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "templates",
+}
+_METHOD_OF: dict[ListKind, str] = {kind: method for method, kind in LIST_METHODS.items()}
+_MAX_ENTRIES = 64
+
+
+@dataclass
+class _Prepared:
+    generation: Hashable
+    config: Any
+    pages: list[bytes]
+    #: Names this preparation in its cursors (a later one of the same key has another).
+    serial: int
+
+
+class PreparedLists:
+    """The prepared list answers of one hub (see the module docstring)."""
+
+    def __init__(self, hub: Any, *, page_size: int | None = None) -> None:
+        self.hub = hub
+        #: Entries per page; None: ``[hub] list_page_size`` (0 there: one page).
+        self.page_size = page_size if page_size and page_size > 0 else None
+        self._entries: OrderedDict[tuple[Any, ...], _Prepared] = OrderedDict()
+        self._building: dict[tuple[Any, ...], anyio.Event] = {}
+        self._serials = itertools.count(1)
+        #: How many preparations ran (a burst of lists of one key counts once).
+        self.preparations = 0
+
+    # ------------------------------------------------------------------ generations
+    def generation(self, kind: ListKind) -> Hashable:
+        """What changes when the list of ``kind`` may: for tools, the registry's generation with
+        the availability of gated tools (a ``check_fn`` that flips after its TTL); for the
+        others, the session tracker's change counter."""
+        if kind == "tools":
+            definitions = getattr(self.hub.registry, "definitions", None)
+            if definitions is not None:
+                key: Hashable = definitions.availability_key()
+                return key
+            return int(self.hub.registry.generation)
+        counters = getattr(self.hub.sessions, "generations", {})
+        return int(counters.get("prompts" if kind == "prompts" else "resources", 0))
+
+    # ------------------------------------------------------------------ answers
+    async def result(self, kind: ListKind, caller: Caller, version: str,
+                     cursor: str | None = None) -> bytes:
+        """The serialised ``result`` of one list page; ``MCPError`` for a stale or foreign cursor."""
+        key = (kind, caller, version)
+        while True:
+            generation = self.generation(kind)
+            entry = self._entries.get(key)
+            if entry is not None and entry.generation == generation and entry.config is self.hub.config:
+                return self._page(entry, cursor)
+            building = self._building.get(key)
+            if building is not None:
+                await building.wait()
+                continue
+            await self._prepare(key, kind, caller, version, generation)
+
+    def cached(self, kind: ListKind, caller: Caller, version: str) -> bool:
+        """Whether the next list of this key is answered without a preparation."""
+        entry = self._entries.get((kind, caller, version))
+        return (entry is not None and entry.generation == self.generation(kind)
+                and entry.config is self.hub.config)
+
+    async def _prepare(self, key: tuple[Any, ...], kind: ListKind, caller: Caller, version: str,
+                       generation: Hashable) -> None:
+        done = self._building[key] = anyio.Event()
+        config = self.hub.config
+        try:
+            await self.hub.wait_lists()
+            # Tools are built (models, the tool_search plan) in the worker thread; the other
+            # lists are a cheap filter of the upstream catalog, taken here on the loop.
+            items = None if kind == "tools" else await self._items(kind, caller)
+            serial = next(self._serials)
+            pages = await anyio.to_thread.run_sync(self._build, kind, caller, version, serial, items)
+            self.preparations += 1
+            if self.generation(kind) == generation and self.hub.config is config:
+                self._entries[key] = _Prepared(generation, config, pages, serial)
+                self._entries.move_to_end(key)
+                while len(self._entries) > _MAX_ENTRIES:
+                    self._entries.popitem(last=False)
+            # else: the list changed while it was prepared; the caller's loop prepares again.
+        finally:
+            del self._building[key]
+            done.set()
+
+    def _page(self, entry: _Prepared, cursor: str | None) -> bytes:
+        if cursor is None:
+            return entry.pages[0]
+        serial, index = _parse_cursor(cursor)
+        if serial != entry.serial:
+            raise MCPError(types.INVALID_PARAMS,
+                           "Invalid cursor: the list changed since this cursor was issued; "
+                           "list again without a cursor")
+        if not 0 < index < len(entry.pages):
+            raise MCPError(types.INVALID_PARAMS, "Invalid cursor")
+        return entry.pages[index]
+
+    # ------------------------------------------------------------------ building (worker thread)
+    def _build(self, kind: ListKind, caller: Caller, version: str, serial: int,
+               items: list[Any] | None) -> list[bytes]:
+        if items is None:
+            items = list(self.hub.list_tools(caller))
+        configured = getattr(self.hub.config.hub, "list_page_size", 0)
+        size = self.page_size or configured or max(len(items), 1)
+        chunks = [items[i:i + size] for i in range(0, len(items), size)] or [[]]
+        pages: list[bytes] = []
+        for index, chunk in enumerate(chunks):
+            last = index == len(chunks) - 1
+            cursor = None if last else _make_cursor(serial, index + 1)
+            pages.append(serialize_result(_METHOD_OF[kind], version, _model(kind, chunk, cursor)))
+        return pages
+
+    async def _items(self, kind: ListKind, caller: Caller) -> list[Any]:
+        if kind == "prompts":
+            return list(await self.hub.list_prompts(caller))
+        if kind == "resources":
+            return list(await self.hub.list_resources(caller))
+        return list(await self.hub.list_resource_templates(caller))
+
+
+def _model(kind: ListKind, items: list[Any], cursor: str | None) -> Any:
+    if kind == "tools":
+        return types.ListToolsResult(tools=items, next_cursor=cursor)
+    if kind == "prompts":
+        return types.ListPromptsResult(prompts=items, next_cursor=cursor)
+    if kind == "resources":
+        return types.ListResourcesResult(resources=items, next_cursor=cursor)
+    return types.ListResourceTemplatesResult(resource_templates=items, next_cursor=cursor)
+
+
+def serialize_result(method: str, version: str, result: Any) -> bytes:
+    """A handler's result as the SDK writes it for ``version``: dumped, sieved, compact JSON."""
+    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    shaped = _methods.serialize_server_result(method, version, dumped)
+    return pydantic_core.to_json(shaped)
+
+
+def _make_cursor(serial: int, index: int) -> str:
+    return base64.urlsafe_b64encode(f"mcp-hub:{serial}:{index}".encode()).decode().rstrip("=")
+
+
+def _parse_cursor(cursor: str) -> tuple[int, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        tag, serial, index = raw.split(":")
+        if tag != "mcp-hub":
+            raise ValueError(tag)
+        return int(serial), int(index)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MCPError(types.INVALID_PARAMS, "Invalid cursor") from exc
+
+
+_BY_HUB: weakref.WeakKeyDictionary[Any, PreparedLists] = weakref.WeakKeyDictionary()
+
+
+def prepared_lists(hub: Any) -> PreparedLists:
+    """The one :class:`PreparedLists` of ``hub`` (both fast paths share it)."""
+    lists = _BY_HUB.get(hub)
+    if lists is None:
+        lists = _BY_HUB[hub] = PreparedLists(hub)
+    return lists
