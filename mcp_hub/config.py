@@ -85,6 +85,8 @@ class HttpConfig(_Model):
     #: ... and of the bytes of the responses it holds.
     event_store_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024 * 1024)
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
+    #: Key sealing session state into Mcp-Session-Id, shared by replicas (docs/deployment.md).
+    session_secret: str | None = None
     #: Sessions that only sent ``initialize`` are closed after this many seconds.
     session_init_timeout: float = Field(default=30.0, gt=0)
     #: Request line + headers, in bytes (431 beyond); and the number of header lines.
@@ -284,6 +286,12 @@ class PinsConfig(_Model):
     policy: Literal["warn", "block", "off"] = "warn"
 
 
+class StateConfig(_Model):
+    """``[state]``: where replicas share state; no url = embedded (docs/deployment.md)."""
+
+    url: str | None = None
+
+
 class HubConfig(_Model):
     """The whole of ``servers.toml``."""
 
@@ -295,6 +303,7 @@ class HubConfig(_Model):
     builtins: BuiltinsConfig = Field(default_factory=BuiltinsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
     pins: PinsConfig = Field(default_factory=PinsConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
 
     # Not part of the file: where it came from and which values were secrets.
     source: Annotated[Path | None, Field(exclude=True)] = None

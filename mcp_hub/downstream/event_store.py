@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pydantic_core
-from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp.server.streamable_http import GET_STREAM_KEY, EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 
 __all__ = ["BoundedEventStore", "SessionEvents"]
@@ -39,6 +39,11 @@ class SessionEvents(EventStore):
         self.session_id: str | None = None
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        hook = self.store.on_standalone
+        if hook is not None and stream_id == GET_STREAM_KEY and message is not None and (
+                self.session_id is not None):
+            # Another replica may hold this session's GET stream (mcp_hub.downstream.replica_bus).
+            await hook(self.session_id, message)
         return self.store.add(self, stream_id, message)
 
     async def replay_events_after(self, last_event_id: EventId,
@@ -66,6 +71,8 @@ class BoundedEventStore:
         self._ids = itertools.count(1)
         #: Called with (session id, stream id) when a client resumes a stream.
         self.on_replay: Callable[[str | None, StreamId], None] | None = None
+        #: Awaited with (session id, message) for each message meant for a GET stream.
+        self.on_standalone: Callable[[str, JSONRPCMessage], Awaitable[None]] | None = None
 
     def __len__(self) -> int:
         return len(self._events)

@@ -46,12 +46,22 @@ from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
 from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
+from mcp_hub.downstream.replica_bus import BusTap
+from mcp_hub.downstream.replica_sessions import ReplicaSessionManager
+from mcp_hub.downstream.replication import (
+    attach_bus,
+    replica_sessions_for,
+    replication_status,
+    state_readiness,
+)
 from mcp_hub.downstream.resume import DroppedStreamWatcher, ResumableSessionManager, Resumption
 from mcp_hub.downstream.server import HubServer, build_server
 from mcp_hub.downstream.session_pool import PooledSessionManager, SessionPool
+from mcp_hub.downstream.shared_rate import SharedRateLimit
 from mcp_hub.downstream.sse_routes import sse_endpoints
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
 from mcp_hub.hub import Hub
+from mcp_hub.state import StateBackend
 
 __all__ = ["build_app"]
 
@@ -69,12 +79,16 @@ _SINGLE_HEADERS = (b"authorization", b"host")
 class GuardMiddleware:
     """DNS-rebinding protection, bearer auth and an optional per-token rate limit."""
 
-    def __init__(self, app: ASGIApp, *, bind_host: str, http: HttpConfig) -> None:
+    def __init__(self, app: ASGIApp, *, bind_host: str, http: HttpConfig,
+                 state: StateBackend | None = None) -> None:
         self.app = app
         self.tokens = [t.encode() for t in http.auth_tokens if t]
         self.rules = HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins)
         self.rate = http.rate_limit_per_minute
         self._hits: dict[int, deque[float]] = defaultdict(deque)
+        #: Replicas sharing a store count each token in one window (mcp_hub.downstream.shared_rate).
+        self.shared_rate = (SharedRateLimit(state, self.rate, self.tokens)
+                            if state is not None and state.shared and self.rate else None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -130,7 +144,7 @@ class GuardMiddleware:
                     headers={"WWW-Authenticate": 'Bearer realm="mcp-hub"'},
                 )(scope, receive, send)
                 return
-            if self.rate is not None and not self._admit(index):
+            if self.rate is not None and not await self._admit_shared(index):
                 await JSONResponse(
                     {"error": "rate_limited", "error_description": "too many requests"},
                     status_code=429, headers={"Retry-After": "60"},
@@ -157,6 +171,10 @@ class GuardMiddleware:
             if name == COOKIE_NAME and value:
                 return self._authenticate(f"Bearer {unquote(value)}")
         return None
+
+    async def _admit_shared(self, index: int) -> bool:
+        admitted = None if self.shared_rate is None else await self.shared_rate.admit(index)
+        return self._admit(index) if admitted is None else admitted
 
     def _admit(self, index: int) -> bool:
         assert self.rate is not None
@@ -233,8 +251,9 @@ def _security(bind_host: str, http: HttpConfig) -> TransportSecuritySettings:
     return HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins).sdk_settings()
 
 
-class _HubSessionManager(PooledSessionManager, ResumableSessionManager):
-    """Sessions under the one global cap (session_pool) whose dropped streams resume (resume)."""
+class _HubSessionManager(PooledSessionManager, ResumableSessionManager, ReplicaSessionManager):
+    """Sessions under the one global cap (session_pool) whose dropped streams resume (resume),
+    served by any replica (replica_sessions)."""
 
 
 def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False) -> Starlette:
@@ -248,9 +267,10 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     resumption = Resumption(
         BoundedEventStore(http.event_store_max_events, http.event_store_max_bytes),
         hub.open_calls, http.resume_grace_seconds)
+    replicas = replica_sessions_for(hub, http)
     managers: dict[str | None, StreamableHTTPSessionManager] = {
         name: (PooledSessionManager if stateless else partial(
-            _HubSessionManager, resumption=resumption))(
+            _HubSessionManager, resumption=resumption, replicas=replicas))(
             server,
             pool=pool,
             endpoint="/mcp" if name is None else f"/p/{name}/mcp",
@@ -261,6 +281,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         )
         for name, server in servers.items()
     }
+    bus = attach_bus(hub.state, managers.values(), resumption.events, replicas)
     sse_routes: list[Route | Mount] = []
     for profile, server in servers.items():
         prefix = "" if profile is None else f"/p/{profile}"
@@ -271,7 +292,10 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     async def readyz(request: Request) -> Response:
         ready = hub.upstreams.initial_done
-        return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+        # A shared store that is down degrades the hub but does not make it unready
+        # (what does not need the store keeps working): the body says so.
+        return JSONResponse({"ready": ready, **state_readiness(hub.state)},
+                            status_code=200 if ready else 503)
 
     async def metrics(request: Request) -> Response:
         body = hub.metrics.render(
@@ -284,6 +308,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         body = hub.status()
         body["http_sessions"] = pool.describe()
         body["resumption"] = resumption.stats()
+        body["replicas"] = replication_status(replicas, bus)
         return Response(json.dumps(body, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
@@ -311,10 +336,12 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
+    if bus is not None:
+        app.add_middleware(BusTap, bus=bus, max_body=http.max_body_bytes)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption)
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
-    app.add_middleware(GuardMiddleware, bind_host=host, http=http)
+    app.add_middleware(GuardMiddleware, bind_host=host, http=http, state=hub.state)
     return app
 
 

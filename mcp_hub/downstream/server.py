@@ -20,6 +20,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_hub.access import Caller
 from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
 from mcp_hub.downstream.instructions import hub_instructions
+from mcp_hub.downstream.replica_sessions import remember_level, remember_subscription
 from mcp_hub.downstream.visibility import CallerBus, remember_caller
 from mcp_hub.hub import Hub
 
@@ -161,6 +162,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
                 # A closed session stops being a subscriber (and stops pinning its memory).
                 stack.push_async_callback(_drop_subscriber, hub, uri, conn)
         await hub.upstreams.subscribe_resource(uri)
+        await remember_subscription(hub.state, getattr(conn, "session_id", None), uri, True)
         return types.EmptyResult()
 
     async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
@@ -170,6 +172,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         subs = hub.resource_subscribers.get(uri, [])
         if conn in subs:
             subs.remove(conn)
+        await remember_subscription(hub.state, getattr(conn, "session_id", None), uri, False)
         if not subs:
             hub.resource_subscribers.pop(uri, None)
             await hub.upstreams.unsubscribe_resource(uri)
@@ -186,6 +189,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         state = getattr(conn, "state", None)
         if isinstance(state, dict):
             state["mcp_hub.log_level"] = params.level
+        await remember_level(hub.state, getattr(conn, "session_id", None), params.level)
         # Upstreams log at the most verbose level any connected client asked for.
         levels = [params.level]
         for other in hub.sessions.connections():
