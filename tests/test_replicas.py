@@ -168,6 +168,10 @@ async def test_one_session_across_three_replicas(tmp_path: Path,
                     assert _text(await session.call_tool(
                         names["sample"], {"prompt": "abc"})) == "sampled[m1]: ABC"
                 assert client.samples == 3
+                # Round-robin sent answers to other replicas than the calls': the bus carried them.
+                bus = [(await _status(probe, h))["replicas"]["bus"] for h in hubs]
+                assert sum(b["published"] for b in bus) >= 3, bus
+                assert sum(b["delivered"] for b in bus) >= 3, bus
 
                 with pytest.raises(MCPError):
                     await session.call_tool(names["hang"], {}, read_timeout_seconds=1.0)
