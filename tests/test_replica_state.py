@@ -178,3 +178,58 @@ async def test_pins_accepted_on_one_replica_are_honoured_by_another(tmp_path: Pa
         assert two.reload() == {"echo"}
         verdict = two.check("echo", "echo", changed)
         assert verdict.status == "ok" and not verdict.blocked
+
+
+def _redis_config(tmp: Path, url: str) -> Path:
+    path = tmp / "servers.toml"
+    path.write_text(
+        f'[hub]\nstartup_timeout = 20\n\n[hub.http]\nauth_tokens = ["{TOKEN}"]\n'
+        f'session_secret = "{SECRET}"\n\n[state]\nurl = "{url}"\n\n' + echo_server_toml())
+    return path
+
+
+async def _post(client: httpx2.AsyncClient, url: str, sid: str, body: dict[str, Any]
+                ) -> httpx2.Response:
+    return await client.post(url, json=body, headers={
+        "Accept": ACCEPT, "Authorization": f"Bearer {TOKEN}", "mcp-session-id": sid,
+        "mcp-protocol-version": "2025-11-25"})
+
+
+async def test_log_level_crosses_replicas_and_delete_ends_every_copy(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with anyio.fail_after(120):
+        async with redis_server(tmp_path) as redis:
+            config = _redis_config(tmp_path, redis.url)
+            async with http_hub(config, tmp_path / "a") as one, \
+                    http_hub(config, tmp_path / "b") as two, \
+                    httpx2.AsyncClient(timeout=20) as client:
+                sid = await _initialize(client, one.mcp_url)
+                await _post(client, one.mcp_url, sid,
+                            {"jsonrpc": "2.0", "method": "notifications/initialized"})
+                r = await _post(client, one.mcp_url, sid, {
+                    "jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
+                    "params": {"level": "error"}})
+                assert r.status_code == 200, r.text
+
+                async def log(level: str) -> str:
+                    r = await _post(client, two.mcp_url, sid, {
+                        "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                            "name": "echo_log", "arguments": {"message": "m", "level": level}}})
+                    assert r.status_code == 200 and "logged" in r.text, r.text
+                    return r.text
+
+                # The level set on one replica filters the log messages of a call on the other.
+                assert "notifications/message" not in await log("warning")
+                assert "notifications/message" in await log("error")
+
+                # DELETE on one replica ends the session everywhere.
+                r = await client.delete(two.mcp_url, headers={
+                    "Authorization": f"Bearer {TOKEN}", "mcp-session-id": sid,
+                    "mcp-protocol-version": "2025-11-25"})
+                assert r.status_code == 200, r.text
+                ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+                with anyio.fail_after(10):
+                    while (await _post(client, one.mcp_url, sid, ping)).status_code != 404:
+                        await anyio.sleep(0.05)
+                assert (await _post(client, two.mcp_url, sid, ping)).status_code == 404

@@ -106,6 +106,9 @@ class ReplicaBus:
         transport = self._transport(session_id)
         if transport is None:
             return
+        if kind == "end":
+            self._end(session_id)
+            return
         for item in raw if isinstance(raw, list) else [raw]:
             try:
                 message = jsonrpc_message_adapter.validate_python(item, by_name=False)
@@ -143,6 +146,17 @@ class ReplicaBus:
             logger.debug("a forwarded notification found its session closing", exc_info=True)
             return
         self.counts["delivered"] += 1
+
+    async def session_closed(self, session_id: str) -> None:
+        """A client ended ``session_id`` here: other replicas end their copies."""
+        await self._publish("end", session_id, None)
+
+    def _end(self, session_id: str) -> None:
+        for manager in self.managers:
+            evict = getattr(manager, "evict", None)
+            if session_id in manager._server_instances and callable(evict):
+                evict(session_id)
+                self.counts["delivered"] += 1
 
     def stats(self) -> dict[str, Any]:
         return {"replica": self.replica, **self.counts}

@@ -23,6 +23,7 @@ import contextvars
 import hashlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -99,6 +100,28 @@ class ReplicaSessions:
         self.hub = hub
         #: Sessions rebuilt on this replica from a sealed id.
         self.recovered = 0
+        #: Told when a client ends a session here, so other replicas end their copies.
+        self.on_closed: Callable[[str], Awaitable[None]] | None = None
+
+    async def closed(self, session_id: str) -> None:
+        """The client ended ``session_id`` (DELETE): no replica may rebuild it any more."""
+        if self.state.shared:
+            try:
+                await self.state.put(_key(session_id, "closed"), b"1", STATE_TTL)
+            except StateUnavailable:
+                logger.warning("an ended session was not recorded: the state store is "
+                               "unavailable; other replicas can still rebuild it")
+        if self.on_closed is not None:
+            await self.on_closed(session_id)
+
+    async def was_closed(self, session_id: str) -> bool:
+        """Whether a client ended ``session_id`` on some replica (False if nobody can tell)."""
+        if not self.state.shared:
+            return False
+        try:
+            return await self.state.get(_key(session_id, "closed")) is not None
+        except StateUnavailable:
+            return False
 
     def seal(self, params: dict[str, Any], authorization: str) -> str | None:
         if self.sealer is None:
@@ -183,6 +206,19 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                 await _not_found(scope, receive, send)
                 return
         await super()._handle_stateful_request(scope, receive, send)
+        if scope.get("method") == "DELETE" and sid not in self._server_instances:
+            assert self._replicas is not None
+            await self._replicas.closed(sid)
+
+    def owner_matches(self, session_id: str, authorization: str) -> bool:
+        """Whether a request with ``authorization`` may use the live session ``session_id``.
+
+        For paths that serve a live session without going through this manager
+        (the HTTP fast path): a session is bound to the token that opened it.
+        """
+        if not self.sealing:
+            return True
+        return self._owner_tags.get(session_id, "") == credential_tag(authorization)
 
     async def _open_new(self, scope: Scope, receive: Receive, send: Send, auth: str) -> None:
         assert self._replicas is not None
@@ -218,7 +254,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         if transport is not None or self._replicas is None:
             return transport
         params = self._replicas.open(session_id, authorization)
-        if params is None:
+        if params is None or await self._replicas.was_closed(session_id):
             return None
         async with self._session_creation_lock:
             transport = self._server_instances.get(session_id)

@@ -45,6 +45,7 @@ def attach_bus(state: StateBackend, managers: Iterable[StreamableHTTPSessionMana
         return None
     bus = ReplicaBus(state, managers)
     events.on_standalone = bus.standalone
+    replicas.on_closed = bus.session_closed
     return bus
 
 
