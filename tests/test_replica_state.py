@@ -46,7 +46,8 @@ def _config(tmp: Path, *, secret: bool = True) -> Path:
     http = f'auth_tokens = ["{TOKEN}", "{TOKEN}-other"]\n'
     if secret:
         http += f'session_secret = "{SECRET}"\n'
-    path.write_text(f"[hub]\nstartup_timeout = 20\n\n[hub.http]\n{http}\n" + echo_server_toml())
+    path.write_text(f"[hub]\nstartup_timeout = 20\n\n[hub.http]\n{http}\n"
+                    '[profiles.hubonly]\ntoolsets = ["hub"]\n\n' + echo_server_toml())
     return path
 
 
@@ -83,9 +84,15 @@ async def test_a_session_opened_on_one_replica_is_served_by_another(tmp_path: Pa
             assert (await _call(client, one.mcp_url, sid, f"{TOKEN}-other")).status_code == 404
             other = sid[:-3] + ("x" if sid[-3] != "x" else "y") + sid[-2:]
             assert (await _call(client, two.mcp_url, other)).status_code == 404
+            # A profile's session is never served by another endpoint (nor the reverse).
+            narrow = await _initialize(client, f"{one.base}/p/hubonly/mcp")
+            assert (await _call(client, two.mcp_url, narrow)).status_code == 404
+            assert (await _call(client, f"{two.base}/p/hubonly/mcp", sid)).status_code == 404
+            answer = await _call(client, f"{two.base}/p/hubonly/mcp", narrow)
+            assert answer.status_code == 200 and "Unknown tool" in answer.text, answer.text
             status = (await client.get(f"{two.base}/status.json",
                                        headers={"Authorization": f"Bearer {TOKEN}"})).json()
-            assert status["replicas"]["recovered"] == 1
+            assert status["replicas"]["recovered"] == 2  # the /mcp and the profile session
             assert status["state"]["backend"] == "embedded"
 
 

@@ -123,20 +123,22 @@ class ReplicaSessions:
         except StateUnavailable:
             return False
 
-    def seal(self, params: dict[str, Any], authorization: str) -> str | None:
+    def seal(self, params: dict[str, Any], authorization: str, endpoint: str) -> str | None:
         if self.sealer is None:
             return None
         return self.sealer.seal({
             "p": {k: params[k] for k in ("protocolVersion", "capabilities", "clientInfo")
                   if k in params},
-            "o": credential_tag(authorization)})
+            "o": credential_tag(authorization), "e": endpoint})
 
-    def open(self, session_id: str, authorization: str) -> dict[str, Any] | None:
-        """The sealed initialize params of ``session_id`` if it is ours and the credential matches."""
+    def open(self, session_id: str, authorization: str, endpoint: str) -> dict[str, Any] | None:
+        """The sealed initialize params of ``session_id`` if it is ours, and opened with the
+        same credential on the same endpoint (a profile's session never serves another)."""
         if self.sealer is None:
             return None
         sealed = self.sealer.open(session_id)
-        if sealed is None or sealed.get("o", "") != credential_tag(authorization):
+        if (sealed is None or sealed.get("o", "") != credential_tag(authorization)
+                or sealed.get("e") != endpoint):
             return None
         params = sealed.get("p")
         return params if isinstance(params, dict) else None
@@ -178,6 +180,11 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         self._replicas = replicas
         self._owner_tags: dict[str, str] = {}
         super().__init__(*args, **kwargs)
+
+    @property
+    def _endpoint(self) -> str:
+        # The pooled manager knows its endpoint (/mcp, /p/NAME/mcp); sealed into the id.
+        return str(getattr(self, "endpoint", ""))
 
     @property
     def sealing(self) -> bool:
@@ -224,7 +231,8 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         assert self._replicas is not None
         read = await buffer_body(receive, limit=self.max_request_body_size)
         params = _initialize_params(read.body) if read.complete else None
-        wanted = self._replicas.seal(params, auth) if params is not None else None
+        wanted = (self._replicas.seal(params, auth, self._endpoint) if params is not None
+                  else None)
         token = _NEXT_ID.set(wanted)
         try:
             await super()._handle_stateful_request(scope, read.receive, send)
@@ -253,7 +261,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         transport = self._server_instances.get(session_id)
         if transport is not None or self._replicas is None:
             return transport
-        params = self._replicas.open(session_id, authorization)
+        params = self._replicas.open(session_id, authorization, self._endpoint)
         if params is None or await self._replicas.was_closed(session_id):
             return None
         async with self._session_creation_lock:
