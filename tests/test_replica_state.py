@@ -240,3 +240,15 @@ async def test_log_level_crosses_replicas_and_delete_ends_every_copy(tmp_path: P
                     while (await _post(client, one.mcp_url, sid, ping)).status_code != 404:
                         await anyio.sleep(0.05)
                 assert (await _post(client, two.mcp_url, sid, ping)).status_code == 404
+
+
+async def test_pins_keep_the_last_copy_while_redis_is_down(tmp_path: Path) -> None:
+    async with redis_server(tmp_path) as server:
+        store = RedisPinStore(server.url, policy="block")
+        store.check("echo", "echo", _tool("says hi"))
+        await server.stop()
+        assert store.reload() == set()
+        assert store.check("echo", "echo", _tool("says hi")).status == "ok"
+        await server.start()  # an empty Redis (nothing saved): a fresh start pins anew
+        late = RedisPinStore(f"redis://127.0.0.1:{free_port()}/0")  # never reachable
+        assert late.report() is not None

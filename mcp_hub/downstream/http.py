@@ -337,7 +337,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     app = Starlette(routes=routes, lifespan=lifespan)
     if bus is not None:
-        app.add_middleware(BusTap, bus=bus, max_body=http.max_body_bytes)
+        app.add_middleware(BusTap, bus=bus, max_body=http.max_body_bytes, owns=replicas.owns)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption)
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)

@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
@@ -172,10 +172,13 @@ def _needs_routing(body: bytes) -> bool:
 class BusTap:
     """Publishes the POSTs other replicas may need (answers and cancels), then serves them."""
 
-    def __init__(self, app: ASGIApp, *, bus: ReplicaBus, max_body: int) -> None:
+    def __init__(self, app: ASGIApp, *, bus: ReplicaBus, max_body: int,
+                 owns: Callable[[str, str, str], bool]) -> None:
         self.app = app
         self.bus = bus
         self.max_body = max_body
+        #: (session id, Authorization, endpoint) -> whether this caller may speak for the session.
+        self.owns = owns
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (scope["type"] != "http" or scope.get("method") != "POST"
@@ -189,5 +192,9 @@ class BusTap:
             return
         read = await buffer_body(receive, limit=self.max_body)
         if read.complete and _needs_routing(read.body):
-            await self.bus.client_message(sid, read.body)
+            auth = next((v.decode("latin-1") for k, v in scope["headers"]
+                         if k == b"authorization"), "")
+            # Only the session's own credential may answer or cancel on its behalf.
+            if self.owns(sid, auth, scope.get("path", "")):
+                await self.bus.client_message(sid, read.body)
         await self.app(scope, read.receive, send)

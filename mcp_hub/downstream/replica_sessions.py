@@ -143,6 +143,10 @@ class ReplicaSessions:
         params = sealed.get("p")
         return params if isinstance(params, dict) else None
 
+    def owns(self, session_id: str, authorization: str, endpoint: str) -> bool:
+        """Whether ``session_id`` is a sealed session of this credential on ``endpoint``."""
+        return self.open(session_id, authorization, endpoint) is not None
+
     async def restore(self, connection: Connection, session_id: str) -> None:
         """Track the rebuilt connection and give it the session's later state."""
         self.hub.sessions.add(connection)

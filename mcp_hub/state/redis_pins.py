@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ __all__ = ["RedisPinStore"]
 
 _FORMAT_VERSION = 1
 
+logger = logging.getLogger(__name__)
+
 
 class RedisPinStore(PinStore):
     """A :class:`PinStore` whose pin file is a Redis key."""
@@ -40,7 +43,23 @@ class RedisPinStore(PinStore):
         self._client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
         self._data_key = f"{prefix}:pins"
         self._version_key = f"{prefix}:pins:version"
+        self._stale = False
+        # Redis not reachable at start: the store begins empty (logged) and the periodic
+        # re-read loads the pins once it answers.
         super().__init__(Path(safe_url(url)), **kwargs)
+
+    def _load_if_changed(self) -> bool:
+        try:
+            changed = super()._load_if_changed()
+        except PinError as exc:
+            # Redis is down: keep checking against the last copy read (said once);
+            # recording a new pin fails (PinError from the write) and is logged.
+            if not self._stale:
+                logger.warning("pins: %s; checking against the last copy", exc)
+            self._stale = True
+            return False
+        self._stale = False
+        return changed
 
     def _failed(self, exc: Exception) -> PinError:
         return PinError(f"shared pin store {safe_url(self.url)} unavailable: {type(exc).__name__}")
