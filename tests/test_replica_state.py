@@ -252,3 +252,69 @@ async def test_pins_keep_the_last_copy_while_redis_is_down(tmp_path: Path) -> No
         await server.start()  # an empty Redis (nothing saved): a fresh start pins anew
         late = RedisPinStore(f"redis://127.0.0.1:{free_port()}/0")  # never reachable
         assert late.report() is not None
+
+
+async def _sse(response: httpx2.Response) -> list[tuple[str | None, str]]:
+    """Every (event id, data) of an SSE response, until it ends."""
+    events: list[tuple[str | None, str]] = []
+    event_id: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line == "":
+            if data or event_id is not None:
+                events.append((event_id, "\n".join(data)))
+            event_id, data = None, []
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+    return events
+
+
+async def test_a_dropped_stream_resumes_on_another_replica(tmp_path: Path) -> None:
+    from tests.fixtures_upstream import FIXTURES, PY, toml_str
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    marker = tmp_path / "marker"
+    with anyio.fail_after(120):
+        async with redis_server(tmp_path) as redis:
+            config = tmp_path / "servers.toml"
+            config.write_text(
+                f'[hub]\nstartup_timeout = 20\n\n[hub.http]\nauth_tokens = ["{TOKEN}"]\n'
+                f'session_secret = "{SECRET}"\nresume_grace_seconds = 30\n\n'
+                f'[state]\nurl = "{redis.url}"\n\n'
+                f"[servers.work]\ncommand = {toml_str(PY)}\n"
+                f"args = [{toml_str(str(FIXTURES / 'plain_server.py'))}]\n"
+                f"env = {{ PLAIN_MARKER = {toml_str(str(marker))} }}\n")
+            async with http_hub(config, tmp_path / "a") as one, \
+                    http_hub(config, tmp_path / "b") as two, \
+                    httpx2.AsyncClient(timeout=20) as client:
+                sid = await _initialize(client, one.mcp_url)
+                await _post(client, one.mcp_url, sid,
+                            {"jsonrpc": "2.0", "method": "notifications/initialized"})
+                call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                        "params": {"name": "work_sleep", "arguments": {"seconds": 1.5}}}
+                headers = {"Accept": ACCEPT, "Authorization": f"Bearer {TOKEN}",
+                           "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+                # The call's stream drops after its first (priming) event.
+                async with client.stream("POST", one.mcp_url, json=call, headers=headers) as r:
+                    async for line in r.aiter_lines():
+                        if line.startswith("id:"):
+                            last = line[3:].strip()
+                            break
+                answer = None
+                while answer is None:  # resume on the other replica until the answer is there
+                    async with client.stream("GET", two.mcp_url, headers={
+                            **headers, "Last-Event-ID": last}) as r:
+                        assert r.status_code == 200
+                        for event_id, data in await _sse(r):
+                            last = event_id or last
+                            if '"id":5' in data:
+                                answer = data
+                    await anyio.sleep(0.1)
+                assert "slept" in answer
+                status = (await client.get(f"{two.base}/status.json",
+                                           headers={"Authorization": f"Bearer {TOKEN}"})).json()
+                assert status["replicas"]["replayed_streams"] >= 1
+                assert "cancelled" not in (marker.read_text() if marker.exists() else "")

@@ -46,9 +46,9 @@ from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
 from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
-from mcp_hub.downstream.replica_bus import BusTap
 from mcp_hub.downstream.replica_sessions import ReplicaSessionManager
 from mcp_hub.downstream.replication import (
+    add_replica_middleware,
     attach_bus,
     replica_sessions_for,
     replication_status,
@@ -281,7 +281,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         )
         for name, server in servers.items()
     }
-    bus = attach_bus(hub.state, managers.values(), resumption.events, replicas)
+    bus = attach_bus(hub.state, managers.values(), resumption, replicas)
     sse_routes: list[Route | Mount] = []
     for profile, server in servers.items():
         prefix = "" if profile is None else f"/p/{profile}"
@@ -308,7 +308,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         body = hub.status()
         body["http_sessions"] = pool.describe()
         body["resumption"] = resumption.stats()
-        body["replicas"] = replication_status(replicas, bus)
+        body["replicas"] = replication_status(replicas, bus, resumption)
         return Response(json.dumps(body, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
@@ -336,8 +336,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
-    if bus is not None:
-        app.add_middleware(BusTap, bus=bus, max_body=http.max_body_bytes, owns=replicas.owns)
+    add_replica_middleware(app, bus, replicas, resumption, http.max_body_bytes)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption)
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)

@@ -55,6 +55,8 @@ class ReplicaBus:
         self.managers = list(managers)
         self._recent: dict[tuple[str, str], float] = {}
         self.counts = {"published": 0, "delivered": 0, "failed": 0}
+        #: Called with (session id, stream id) when another replica replayed a dropped stream.
+        self.on_resumed: Callable[[str, str], None] | None = None
         state.on_message(self._received)
 
     def _transport(self, session_id: str) -> StreamableHTTPServerTransport | None:
@@ -106,6 +108,10 @@ class ReplicaBus:
         transport = self._transport(session_id)
         if transport is None:
             return
+        if kind == "resumed":
+            if self.on_resumed is not None:
+                self.on_resumed(session_id, str(raw))
+            return
         if kind == "end":
             self._end(session_id)
             return
@@ -146,6 +152,10 @@ class ReplicaBus:
             logger.debug("a forwarded notification found its session closing", exc_info=True)
             return
         self.counts["delivered"] += 1
+
+    async def stream_resumed(self, session_id: str, stream_id: str) -> None:
+        """This replica replayed a stream another replica served: its call must not be cancelled."""
+        await self._publish("resumed", session_id, stream_id)
 
     async def session_closed(self, session_id: str) -> None:
         """A client ended ``session_id`` here: other replicas end their copies."""
