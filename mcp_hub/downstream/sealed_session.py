@@ -17,6 +17,7 @@ shared state store instead (:mod:`mcp_hub.downstream.replica_sessions`).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -35,8 +36,12 @@ _AAD = b"mcp-hub session v1"
 _MAX_ID = 4096
 
 
+@functools.lru_cache(maxsize=256)
 def credential_tag(authorization: str) -> str:
-    """A short digest of the Authorization header a session was opened with."""
+    """A short digest of the Authorization header a session was opened with.
+
+    Cached: it is computed for every request of a sealed session, and a deployment
+    has few distinct credentials."""
     if not authorization:
         return ""
     return hashlib.sha256(b"mcp-hub session owner\0" + authorization.encode()).hexdigest()[:24]
