@@ -291,7 +291,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        ready = hub.upstreams.initial_done
+        ready = hub.upstreams_ready
         # A shared store that is down degrades the hub but does not make it unready
         # (what does not need the store keeps working): the body says so.
         return JSONResponse({"ready": ready, **state_readiness(hub.state)},
@@ -299,7 +299,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     async def metrics(request: Request) -> Response:
         body = hub.metrics.render(
-            upstreams=hub.upstreams.statuses(), list_changed=hub.sessions.sent,
+            upstreams=hub.upstream_statuses(), list_changed=hub.sessions.sent,
             sessions=hub.sessions.count,
         )
         return PlainTextResponse(body, media_type="text/plain; version=0.0.4")

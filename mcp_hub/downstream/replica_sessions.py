@@ -39,6 +39,7 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag
+from mcp_hub.log_levels import set_client_log_level
 from mcp_hub.state import StateBackend, StateUnavailable
 
 __all__ = ["ReplicaSessionManager", "ReplicaSessions", "remember_level", "remember_subscription"]
@@ -160,7 +161,7 @@ class ReplicaSessions:
                            "state store is unavailable")
             return
         if level:
-            connection.state["mcp_hub.log_level"] = level.decode()
+            set_client_log_level(connection.state, level.decode())
         for uri in uris:
             subs = self.hub.resource_subscribers.setdefault(uri, [])
             if connection not in subs:
