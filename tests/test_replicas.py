@@ -152,6 +152,10 @@ async def test_one_session_across_three_replicas(tmp_path: Path,
                 # Every replica served part of the one session.
                 served = [len((await _status(probe, h))["recent_calls"]) for h in hubs]
                 assert all(served), served
+                requests = [sum(x["requests"] for x in (await _status(probe, h))[
+                    "http_sessions"]["sessions"]) for h in hubs]
+                print(f"{CALLS} calls, {errors} errors; requests of the session per replica: "
+                      f"{requests}")
 
                 # An upstream change on whichever replica runs add_tool reaches the
                 # session's GET stream, wherever that stream is held.
@@ -172,6 +176,7 @@ async def test_one_session_across_three_replicas(tmp_path: Path,
                 bus = [(await _status(probe, h))["replicas"]["bus"] for h in hubs]
                 assert sum(b["published"] for b in bus) >= 3, bus
                 assert sum(b["delivered"] for b in bus) >= 3, bus
+                print(f"bus per replica: {bus}")
 
                 with pytest.raises(MCPError):
                     await session.call_tool(names["hang"], {}, read_timeout_seconds=1.0)
@@ -221,4 +226,6 @@ async def test_rate_limit_holds_across_replicas(tmp_path: Path,
                 for _ in range(8):
                     tg.start_soon(hit, (2 * RATE) // 8)
         admitted = sum(1 for c in codes if c != 429)
+        print(f"rate limit {RATE}/min per token over 3 replicas: {admitted} of {len(codes)} "
+              f"admitted ({100 * (admitted - RATE) / RATE:+.1f} %)")
         assert abs(admitted - RATE) <= RATE // 10, (admitted, RATE)
