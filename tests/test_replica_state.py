@@ -15,9 +15,9 @@ import httpx2
 import pytest
 
 from mcp_hub.downstream.sealed_session import SessionSealer
+from mcp_hub.pins_redis import RedisPinStore
 from mcp_hub.state import EmbeddedState, StateBackend, StateUnavailable, open_state
 from mcp_hub.state.redis_backend import RedisState
-from mcp_hub.state.redis_pins import RedisPinStore
 from tests.hubtest import echo_server_toml, http_hub
 from tests.system_services import free_port, redis_server
 
