@@ -18,7 +18,19 @@ from __future__ import annotations
 from mcp_hub.state.base import BusHandler, StateBackend, StateUnavailable
 from mcp_hub.state.embedded import EmbeddedState
 
-__all__ = ["BusHandler", "EmbeddedState", "StateBackend", "StateUnavailable", "open_state"]
+__all__ = ["BusHandler", "EmbeddedState", "StateBackend", "StateUnavailable", "open_state",
+           "require_redis"]
+
+
+def require_redis() -> None:
+    """Fail with a ConfigError naming the extra when redis-py is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("redis") is None:
+        from mcp_hub.errors import ConfigError
+
+        raise ConfigError("[state] url names Redis, but redis-py is not installed: "
+                          "pip install 'mcp-hub[redis]'")
 
 
 def open_state(url: str | None, *, prefix: str = "mcp-hub") -> StateBackend:
@@ -26,6 +38,7 @@ def open_state(url: str | None, *, prefix: str = "mcp-hub") -> StateBackend:
     if not url:
         return EmbeddedState()
     if url.startswith(("redis://", "rediss://", "unix://")):
+        require_redis()
         from mcp_hub.state.redis_backend import RedisState
 
         return RedisState(url, prefix=prefix)
