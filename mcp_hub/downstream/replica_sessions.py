@@ -37,6 +37,7 @@ from mcp.shared.transport_context import TransportContext
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from mcp_hub.access import Caller
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag
 from mcp_hub.log_levels import set_client_log_level
@@ -148,7 +149,7 @@ class ReplicaSessions:
         """Whether ``session_id`` is a sealed session of this credential on ``endpoint``."""
         return self.open(session_id, authorization, endpoint) is not None
 
-    async def restore(self, connection: Connection, session_id: str) -> None:
+    async def restore(self, connection: Connection, session_id: str, endpoint: str) -> None:
         """Track the rebuilt connection and give it the session's later state."""
         self.hub.sessions.add(connection)
         if not self.state.shared:
@@ -162,20 +163,18 @@ class ReplicaSessions:
             return
         if level:
             set_client_log_level(connection.state, level.decode())
+        caller = _caller_of(endpoint)
         for uri in uris:
-            subs = self.hub.resource_subscribers.setdefault(uri, [])
-            if connection not in subs:
-                subs.append(connection)
-                connection.exit_stack.callback(_unsubscribe, subs, connection)
-            try:
-                await self.hub.upstreams.subscribe_resource(uri)
+            try:  # through the Hub's own door: access is checked again, as on any subscribe
+                await self.hub.subscribe(caller, uri, connection)
             except Exception:
                 logger.debug("re-subscribing %s for a rebuilt session failed", uri, exc_info=True)
 
 
-def _unsubscribe(subs: list[Any], connection: Connection) -> None:
-    if connection in subs:
-        subs.remove(connection)
+def _caller_of(endpoint: str) -> Caller:
+    """The caller an endpoint serves: ``/mcp`` everything, ``/p/NAME/mcp`` profile NAME."""
+    parts = endpoint.strip("/").split("/")
+    return Caller(profile=parts[1] if len(parts) == 3 and parts[0] == "p" else None)
 
 
 class ReplicaSessionManager(StreamableHTTPSessionManager):
@@ -311,7 +310,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                     connection.client_params, connection.protocol_version = (
                         ServerRunner._negotiate_initialize(params))
                     connection.initialized.set()
-                    await self._replicas.restore(connection, sid)
+                    await self._replicas.restore(connection, sid, self._endpoint)
                     await serve_connection(self.app, dispatcher, connection=connection,
                                            lifespan_state=self._lifespan_state)
             except Exception:
