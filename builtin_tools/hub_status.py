@@ -62,6 +62,11 @@ async def hub_status_tool(args: dict[str, Any], *, call: CallContext | None = No
     # First, one line a model can relay: what keeps tools away, if anything.
     source = status.get("hub", {}).get("config")
     line = summary(status.get("upstreams", []), Path(source) if source else None)
+    state = status.get("state") or {}
+    if state.get("available") is False:
+        line = (f"The shared state store ({state.get('backend')}) is unavailable: calls go on, "
+                "but what replicas share (pins, rate limits, cross-replica messages) is "
+                "degraded. " + line)
     return {"summary": line, **status}
 
 

@@ -91,6 +91,8 @@ class HttpConfig(_Model):
     #: ... and of the bytes of the responses it holds.
     event_store_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024 * 1024)
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
+    #: Key sealing session state into Mcp-Session-Id, shared by replicas (docs/deployment.md).
+    session_secret: str | None = None
     #: Sessions that only sent ``initialize`` are closed after this many seconds.
     session_init_timeout: float = Field(default=30.0, gt=0)
     #: Request line + headers, in bytes (431 beyond); and the number of header lines.
@@ -298,6 +300,12 @@ class PinsConfig(_Model):
     policy: Literal["warn", "block", "off"] = "warn"
 
 
+class StateConfig(_Model):
+    """``[state]``: where replicas share state; no url = embedded (docs/deployment.md)."""
+
+    url: str | None = None
+
+
 class HubConfig(_Model):
     """The whole of ``servers.toml``."""
 
@@ -313,6 +321,7 @@ class HubConfig(_Model):
     auth: AuthConfig | None = None
     access: list[AccessRule] = Field(default_factory=list)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
 
     # Not part of the file: where it came from and which values were secrets.
     source: Annotated[Path | None, Field(exclude=True)] = None

@@ -45,6 +45,7 @@ from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.telemetry import start_telemetry, stop_telemetry
+from mcp_hub.state import StateBackend, open_state
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
@@ -125,6 +126,8 @@ class Hub(ServingMixin):
         self.upstreams.roots_provider = self.roots.answer
         #: Resource subscriptions: uri -> connections that asked for it (see ServingMixin).
         self.resource_subscribers: dict[str, list[Any]] = {}
+        #: State shared with other replicas ([state] url; embedded without one).
+        self.state: StateBackend = open_state(config.state.url)
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Self:
@@ -144,6 +147,7 @@ class Hub(ServingMixin):
             tg = await stack.enter_async_context(anyio.create_task_group())
             self._tg = tg
             await tg.start(self.sessions.run)
+            await stack.enter_async_context(self.state.running())
             await stack.enter_async_context(self.upstreams)
             stack.callback(tg.cancel_scope.cancel)
         except BaseException:
@@ -472,6 +476,7 @@ class Hub(ServingMixin):
         pin_report = getattr(self.upstreams, "pin_report", None)
         if callable(pin_report):
             extra["pins"] = pin_report()
+        extra["state"] = self.state.status()
         return {
             "hub": {"name": self.config.hub.name, "version": self.version,
                     "uptime_seconds": round(time.time() - self.started_at, 1),

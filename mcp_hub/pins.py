@@ -139,7 +139,15 @@ class PinStore:
 
     @classmethod
     def for_config(cls, config: HubConfig) -> PinStore:
-        """The store of ``config``: ``<state dir>/pins.json`` with its policies."""
+        """The store of ``config``: ``<state dir>/pins.json`` (or Redis) with its policies."""
+        if config.state.url and config.state.url.startswith(("redis://", "rediss://", "unix://")):
+            from mcp_hub.state import require_redis
+
+            require_redis()
+            from mcp_hub.pins_redis import RedisPinStore
+
+            return RedisPinStore(config.state.url, policy=config.pins.policy, server_policies={
+                n: s.pin_policy for n, s in config.servers.items()})
         return cls(pins_path(config), policy=config.pins.policy,
                    server_policies={n: s.pin_policy for n, s in config.servers.items()})
 

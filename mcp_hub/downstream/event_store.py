@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pydantic_core
-from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp.server.streamable_http import GET_STREAM_KEY, EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 
 __all__ = ["BoundedEventStore", "SessionEvents"]
@@ -39,7 +39,17 @@ class SessionEvents(EventStore):
         self.session_id: str | None = None
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
-        return self.store.add(self, stream_id, message)
+        hook = self.store.on_standalone
+        if hook is not None and stream_id == GET_STREAM_KEY and message is not None and (
+                self.session_id is not None):
+            # Another replica may hold this session's GET stream (mcp_hub.downstream.replica_bus).
+            await hook(self.session_id, message)
+        event_id = self.store.add(self, stream_id, message)
+        stored = self.store.on_stored
+        if stored is not None and self.session_id is not None:
+            # A dropped stream may be resumed on another replica (mcp_hub.downstream.event_mirror).
+            await stored(self.session_id, stream_id, event_id, message)
+        return event_id
 
     async def replay_events_after(self, last_event_id: EventId,
                                   send_callback: EventCallback) -> StreamId | None:
@@ -66,6 +76,13 @@ class BoundedEventStore:
         self._ids = itertools.count(1)
         #: Called with (session id, stream id) when a client resumes a stream.
         self.on_replay: Callable[[str | None, StreamId], None] | None = None
+        #: Awaited with (session id, message) for each message meant for a GET stream.
+        self.on_standalone: Callable[[str, JSONRPCMessage], Awaitable[None]] | None = None
+        #: Awaited with (session id, stream id, event id, message) for every stored event.
+        self.on_stored: Callable[[str, StreamId, EventId, JSONRPCMessage | None],
+                                 Awaitable[None]] | None = None
+        #: Put before every event id (a replica's own, so ids never collide across replicas).
+        self.id_prefix = ""
 
     def __len__(self) -> int:
         return len(self._events)
@@ -84,7 +101,7 @@ class BoundedEventStore:
 
     def add(self, owner: SessionEvents, stream_id: StreamId, message: JSONRPCMessage | None
             ) -> EventId:
-        event_id = str(next(self._ids))
+        event_id = f"{self.id_prefix}{next(self._ids)}"
         key = (owner, stream_id)
         size = len(pydantic_core.to_json(message)) if isinstance(
             message, JSONRPCResponse | JSONRPCError) else 0
@@ -135,6 +152,14 @@ class BoundedEventStore:
             if message is not None:  # priming events carry no message
                 await send_callback(EventMessage(message, eid))
         return key[1]
+
+    def stream_events(self, session_id: str, stream_id: StreamId
+                      ) -> list[tuple[EventId, JSONRPCMessage | None]]:
+        """The events still stored of one stream of ``session_id``, oldest first."""
+        view = self._sessions.get(session_id)
+        if view is None:
+            return []
+        return [(eid, self._events[eid][1]) for eid in self._streams.get((view, stream_id), ())]
 
     def forget(self, owner: SessionEvents) -> None:
         """Drop every event of a session that has ended."""

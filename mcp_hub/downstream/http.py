@@ -51,12 +51,22 @@ from mcp_hub.downstream.http_fastpath import HttpFastPath, freeze_startup_heap
 from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.identity import IDENTITY_KEY, build_authenticator
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
+from mcp_hub.downstream.replica_sessions import ReplicaSessionManager
+from mcp_hub.downstream.replication import (
+    add_replica_middleware,
+    attach_bus,
+    replica_sessions_for,
+    replication_status,
+    state_readiness,
+)
 from mcp_hub.downstream.resume import DroppedStreamWatcher, ResumableSessionManager, Resumption
 from mcp_hub.downstream.server import HubServer, build_server
 from mcp_hub.downstream.session_pool import PooledSessionManager, SessionPool
+from mcp_hub.downstream.shared_rate import SharedRateLimit
 from mcp_hub.downstream.sse_routes import sse_endpoints
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
 from mcp_hub.hub import Hub
+from mcp_hub.state import StateBackend
 
 __all__ = ["build_app"]
 
@@ -74,7 +84,8 @@ class GuardMiddleware:
     """DNS-rebinding protection, sign-in (:mod:`mcp_hub.auth`) and an optional per-identity rate limit."""
 
     def __init__(self, app: ASGIApp, *, bind_host: str, http: HttpConfig,
-                 authn: Authenticator | None = None, audit: AuditLog | None = None) -> None:
+                 authn: Authenticator | None = None, audit: AuditLog | None = None,
+                 state: StateBackend | None = None) -> None:
         self.app = app
         self.authn = authn or Authenticator(tokens=http.token_entries(), auth=None, public_url=None,
                                             name="mcp-hub", profiles=frozenset, rules=list)
@@ -82,6 +93,9 @@ class GuardMiddleware:
         self.rules = HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins)
         self.rate = http.rate_limit_per_minute
         self._hits: dict[str, deque[float]] = defaultdict(deque)
+        #: Replicas sharing a store count each identity in one window (mcp_hub.downstream.shared_rate).
+        self.shared_rate = (SharedRateLimit(state, self.rate)
+                            if state is not None and state.shared and self.rate else None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -130,7 +144,7 @@ class GuardMiddleware:
             identity = await self._identify(scope, headers, receive, send)
             if identity is None:
                 return
-            if self.rate is not None and not self._admit(identity.name):
+            if self.rate is not None and not await self._admit_shared(identity.name):
                 await JSONResponse(
                     {"error": "rate_limited", "error_description": "too many requests"},
                     status_code=429, headers={"Retry-After": "60"},
@@ -166,6 +180,10 @@ class GuardMiddleware:
         scope["user"] = sdk_user(identity)
         scope[IDENTITY_KEY] = identity
         return identity
+
+    async def _admit_shared(self, key: str) -> bool:
+        admitted = None if self.shared_rate is None else await self.shared_rate.admit(key)
+        return self._admit(key) if admitted is None else admitted
 
     def _admit(self, key: str) -> bool:
         assert self.rate is not None
@@ -244,8 +262,9 @@ def _security(bind_host: str, http: HttpConfig) -> TransportSecuritySettings:
     return HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins).sdk_settings()
 
 
-class _HubSessionManager(PooledSessionManager, ResumableSessionManager):
-    """Sessions under the one global cap (session_pool) whose dropped streams resume (resume)."""
+class _HubSessionManager(PooledSessionManager, ResumableSessionManager, ReplicaSessionManager):
+    """Sessions under the one global cap (session_pool) whose dropped streams resume (resume),
+    served by any replica (replica_sessions)."""
 
 
 def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False) -> Starlette:
@@ -259,9 +278,10 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     resumption = Resumption(
         BoundedEventStore(http.event_store_max_events, http.event_store_max_bytes),
         hub.open_calls, http.resume_grace_seconds)
+    replicas = replica_sessions_for(hub, http)
     managers: dict[str | None, StreamableHTTPSessionManager] = {
         name: (PooledSessionManager if stateless else partial(
-            _HubSessionManager, resumption=resumption))(
+            _HubSessionManager, resumption=resumption, replicas=replicas))(
             server,
             pool=pool,
             endpoint="/mcp" if name is None else f"/p/{name}/mcp",
@@ -272,6 +292,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         )
         for name, server in servers.items()
     }
+    bus = attach_bus(hub.state, managers.values(), resumption, replicas)
     sse_routes: list[Route | Mount] = []
     for profile, server in servers.items():
         prefix = "" if profile is None else f"/p/{profile}"
@@ -284,7 +305,10 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     async def readyz(request: Request) -> Response:
         ready = hub.upstreams_ready
-        return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+        # A shared store that is down degrades the hub but does not make it unready
+        # (what does not need the store keeps working): the body says so.
+        return JSONResponse({"ready": ready, **state_readiness(hub.state)},
+                            status_code=200 if ready else 503)
 
     async def metrics(request: Request) -> Response:
         body = hub.metrics.render(
@@ -298,6 +322,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         body["http_sessions"] = pool.describe()
         body["resumption"] = resumption.stats()
         body["http_fast_path"] = dict(fast_served)
+        body["replicas"] = replication_status(replicas, bus, resumption)
         return Response(json.dumps(body, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
@@ -326,6 +351,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
+    add_replica_middleware(app, bus, replicas, resumption, http.max_body_bytes)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption)
     if not stateless:  # plain JSON answers for plain requests on live sessions
         app.add_middleware(HttpFastPath, hub=hub, max_body=http.max_body_bytes, served=fast_served,
@@ -335,7 +361,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http,
-                       authn=build_authenticator(hub, http, host), audit=hub.audit)
+                       authn=build_authenticator(hub, http, host), audit=hub.audit, state=hub.state)
     return app
 
 

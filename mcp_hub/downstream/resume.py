@@ -24,7 +24,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -35,6 +35,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.event_store import BoundedEventStore, SessionEvents
 from mcp_hub.open_calls import OpenCalls
+
+if TYPE_CHECKING:
+    from mcp_hub.downstream.event_mirror import EventMirror
 
 __all__ = ["DroppedStreamWatcher", "ResumableSessionManager", "Resumption"]
 
@@ -53,6 +56,8 @@ class Resumption:
         self._windows: dict[_Key, anyio.CancelScope] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         events.on_replay = self.resumed
+        #: Copies dropped streams to the shared store, when replicas share one.
+        self.mirror: EventMirror | None = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -97,9 +102,16 @@ class Resumption:
                 self.calls.abandon(*key, why=f"its client did not come back within "
                                              f"{self.grace:g} s of its stream dropping")
 
+    @property
+    def windows(self) -> set[_Key]:
+        """The (session, stream) pairs whose grace window is open."""
+        return set(self._windows)
+
     def session_ended(self, session_id: str) -> None:
         for key in [k for k in self._windows if k[0] == session_id]:
             self._windows.pop(key).cancel()
+        if self.mirror is not None:
+            self.mirror.finished(session_id)
         self.calls.abandon_session(session_id, "its session ended")
 
 
@@ -202,5 +214,9 @@ class DroppedStreamWatcher:
         finally:
             if state["stream"] and not state["ended"]:
                 self.resumption.dropped(session_id, stream_id)
+                mirror = self.resumption.mirror
+                if mirror is not None and (session_id, stream_id) in self.resumption.windows:
+                    with anyio.CancelScope(shield=True):
+                        await mirror.dropped(session_id, stream_id)
             elif state["ended"]:
                 self.resumption.events.delivered(session_id, stream_id)

@@ -19,6 +19,7 @@ from mcp_hub.access import Caller, remember_caller
 from mcp_hub.downstream.call_context import SessionCallContext, connection_of
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.instructions import hub_instructions
+from mcp_hub.downstream.replica_sessions import remember_level, remember_subscription
 from mcp_hub.downstream.visibility import CallerListen, ToolsDigest
 from mcp_hub.hub import Hub
 
@@ -120,10 +121,15 @@ class _Handlers:
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = _track(self.hub, ctx, self.who(ctx))
         await self.hub.subscribe(self.who(ctx), str(params.uri), conn)
+        await remember_subscription(self.hub.state, getattr(conn, "session_id", None),
+                                    str(params.uri), True)
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        await self.hub.unsubscribe(self.who(ctx), str(params.uri), connection_of(ctx))
+        conn = connection_of(ctx)
+        await self.hub.unsubscribe(self.who(ctx), str(params.uri), conn)
+        await remember_subscription(self.hub.state, getattr(conn, "session_id", None),
+                                    str(params.uri), False)
         return types.EmptyResult()
 
     async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
@@ -131,7 +137,9 @@ class _Handlers:
         return types.CompleteResult(completion=completion)
 
     async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        await self.hub.set_log_level(_track(self.hub, ctx, self.who(ctx)), params.level)
+        conn = _track(self.hub, ctx, self.who(ctx))
+        await self.hub.set_log_level(conn, params.level)
+        await remember_level(self.hub.state, getattr(conn, "session_id", None), params.level)
         return types.EmptyResult()
 
     async def initialized(self, ctx: Ctx, params: types.NotificationParams) -> None:

@@ -1,0 +1,330 @@
+"""Any replica serves any session: sealed session ids and recovered sessions.
+
+With ``[hub.http] session_secret`` set, a new Streamable HTTP session gets a
+sealed id (:mod:`mcp_hub.downstream.sealed_session`) instead of a random one.
+A replica receiving a request for a session it has never seen opens the id,
+checks it was opened with the same credential, and rebuilds the session: a
+transport under that id and a connection that is already initialized with the
+sealed protocol version, capabilities and client info. What changed after
+``initialize`` — the log level and resource subscriptions — comes from the
+shared state store (:func:`remember_level`, :func:`remember_subscription`).
+
+:class:`ReplicaSessionManager` overrides internal steps of the SDK's session
+manager (``_handle_stateful_request``, ``_admit_session``), as
+:mod:`~mcp_hub.downstream.session_pool` does; ``tests/test_replica_sessions.py``
+pins the behaviour across SDK updates. The HTTP fast path calls
+:meth:`ReplicaSessionManager.local_or_recovered` to obtain a session's
+transport whichever replica opened it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+from mcp.server.connection import Connection
+from mcp.server.runner import ServerRunner, serve_connection
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.transport_context import TransportContext
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from mcp_hub.access import Caller
+from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag
+from mcp_hub.log_levels import set_client_log_level
+from mcp_hub.state import StateBackend, StateUnavailable
+
+__all__ = ["ReplicaSessionManager", "ReplicaSessions", "remember_level", "remember_subscription"]
+
+logger = logging.getLogger(__name__)
+
+_HEADER = MCP_SESSION_ID_HEADER.lower().encode("latin-1")
+#: The id the session about to be admitted gets (sealed, or a recovered one).
+_NEXT_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcp_hub_next_sid", default=None)
+#: How long the shared store keeps a session's later state after its last change.
+STATE_TTL = 24 * 3600.0
+
+
+def _key(session_id: str, what: str) -> str:
+    return f"session:{hashlib.sha256(session_id.encode()).hexdigest()[:32]}:{what}"
+
+
+async def remember_level(state: StateBackend, session_id: str | None, level: str) -> None:
+    """Record a session's ``logging/setLevel`` for the other replicas (best effort)."""
+    if session_id is None or not state.shared:
+        return
+    try:
+        await state.put(_key(session_id, "level"), level.encode(), STATE_TTL)
+    except StateUnavailable:
+        logger.warning("log level of a session not shared: the state store is unavailable")
+
+
+async def remember_subscription(state: StateBackend, session_id: str | None, uri: str,
+                                subscribed: bool) -> None:
+    """Record a session's resource (un)subscription for the other replicas (best effort)."""
+    if session_id is None or not state.shared:
+        return
+    try:
+        if subscribed:
+            await state.set_add(_key(session_id, "subs"), uri, STATE_TTL)
+        else:
+            await state.set_remove(_key(session_id, "subs"), uri)
+    except StateUnavailable:
+        logger.warning("resource subscription not shared: the state store is unavailable")
+
+
+def _initialize_params(body: bytes) -> dict[str, Any] | None:
+    try:
+        raw = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(raw, dict) or raw.get("method") != "initialize":
+        return None
+    params = raw.get("params")
+    return params if isinstance(params, dict) else None
+
+
+class ReplicaSessions:
+    """What every replica needs to rebuild a session: the sealer, the store, the hub's hooks."""
+
+    def __init__(self, sealer: SessionSealer | None, state: StateBackend, hub: Any) -> None:
+        self.sealer = sealer
+        self.state = state
+        self.hub = hub
+        #: Sessions rebuilt on this replica from a sealed id.
+        self.recovered = 0
+        #: Told when a client ends a session here, so other replicas end their copies.
+        self.on_closed: Callable[[str], Awaitable[None]] | None = None
+
+    async def closed(self, session_id: str) -> None:
+        """The client ended ``session_id`` (DELETE): no replica may rebuild it any more."""
+        if self.state.shared:
+            try:
+                await self.state.put(_key(session_id, "closed"), b"1", STATE_TTL)
+            except StateUnavailable:
+                logger.warning("an ended session was not recorded: the state store is "
+                               "unavailable; other replicas can still rebuild it")
+        if self.on_closed is not None:
+            await self.on_closed(session_id)
+
+    async def was_closed(self, session_id: str) -> bool:
+        """Whether a client ended ``session_id`` on some replica (False if nobody can tell)."""
+        if not self.state.shared:
+            return False
+        try:
+            return await self.state.get(_key(session_id, "closed")) is not None
+        except StateUnavailable:
+            return False
+
+    def seal(self, params: dict[str, Any], authorization: str, endpoint: str) -> str | None:
+        if self.sealer is None:
+            return None
+        return self.sealer.seal({
+            "p": {k: params[k] for k in ("protocolVersion", "capabilities", "clientInfo")
+                  if k in params},
+            "o": credential_tag(authorization), "e": endpoint})
+
+    def open(self, session_id: str, authorization: str, endpoint: str) -> dict[str, Any] | None:
+        """The sealed initialize params of ``session_id`` if it is ours, and opened with the
+        same credential on the same endpoint (a profile's session never serves another)."""
+        if self.sealer is None:
+            return None
+        sealed = self.sealer.open(session_id)
+        if (sealed is None or sealed.get("o", "") != credential_tag(authorization)
+                or sealed.get("e") != endpoint):
+            return None
+        params = sealed.get("p")
+        return params if isinstance(params, dict) else None
+
+    def owns(self, session_id: str, authorization: str, endpoint: str) -> bool:
+        """Whether ``session_id`` is a sealed session of this credential on ``endpoint``."""
+        return self.open(session_id, authorization, endpoint) is not None
+
+    async def restore(self, connection: Connection, session_id: str, endpoint: str) -> None:
+        """Track the rebuilt connection and give it the session's later state."""
+        self.hub.sessions.add(connection)
+        if not self.state.shared:
+            return
+        try:
+            level = await self.state.get(_key(session_id, "level"))
+            uris = await self.state.set_members(_key(session_id, "subs"))
+        except StateUnavailable:
+            logger.warning("session rebuilt without its log level and subscriptions: the "
+                           "state store is unavailable")
+            return
+        if level:
+            set_client_log_level(connection.state, level.decode())
+        caller = _caller_of(endpoint)
+        for uri in uris:
+            try:  # through the Hub's own door: access is checked again, as on any subscribe
+                await self.hub.subscribe(caller, uri, connection)
+            except Exception:
+                logger.debug("re-subscribing %s for a rebuilt session failed", uri, exc_info=True)
+
+
+def _caller_of(endpoint: str) -> Caller:
+    """The caller an endpoint serves: ``/mcp`` everything, ``/p/NAME/mcp`` profile NAME."""
+    parts = endpoint.strip("/").split("/")
+    return Caller(profile=parts[1] if len(parts) == 3 and parts[0] == "p" else None)
+
+
+class ReplicaSessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, with sealed session ids any replica can rebuild."""
+
+    def __init__(self, *args: Any, replicas: ReplicaSessions | None = None, **kwargs: Any) -> None:
+        self._replicas = replicas
+        self._owner_tags: dict[str, str] = {}
+        super().__init__(*args, **kwargs)
+
+    @property
+    def _endpoint(self) -> str:
+        # The pooled manager knows its endpoint (/mcp, /p/NAME/mcp); sealed into the id.
+        return str(getattr(self, "endpoint", ""))
+
+    @property
+    def sealing(self) -> bool:
+        return self._replicas is not None and self._replicas.sealer is not None
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.sealing:
+            await super()._handle_stateful_request(scope, receive, send)
+            return
+        sid = auth = None
+        for name, value in scope["headers"]:
+            if name == _HEADER:
+                sid = value.decode("latin-1")
+            elif name == b"authorization":
+                auth = value.decode("latin-1")
+        if sid is None:
+            await self._open_new(scope, receive, send, auth or "")
+            return
+        if sid in self._server_instances:
+            if self._owner_tags.get(sid, "") != credential_tag(auth or ""):
+                await _not_found(scope, receive, send)
+                return
+        else:
+            transport = await self.local_or_recovered(sid, auth or "")
+            if transport is None:
+                await _not_found(scope, receive, send)
+                return
+        await super()._handle_stateful_request(scope, receive, send)
+        if scope.get("method") == "DELETE" and sid not in self._server_instances:
+            assert self._replicas is not None
+            await self._replicas.closed(sid)
+
+    def owner_matches(self, session_id: str, authorization: str) -> bool:
+        """Whether a request with ``authorization`` may use the live session ``session_id``.
+
+        For paths that serve a live session without going through this manager
+        (the HTTP fast path): a session is bound to the token that opened it.
+        """
+        if not self.sealing:
+            return True
+        return self._owner_tags.get(session_id, "") == credential_tag(authorization)
+
+    async def _open_new(self, scope: Scope, receive: Receive, send: Send, auth: str) -> None:
+        assert self._replicas is not None
+        read = await buffer_body(receive, limit=self.max_request_body_size)
+        params = _initialize_params(read.body) if read.complete else None
+        wanted = (self._replicas.seal(params, auth, self._endpoint) if params is not None
+                  else None)
+        token = _NEXT_ID.set(wanted)
+        try:
+            await super()._handle_stateful_request(scope, read.receive, send)
+        finally:
+            _NEXT_ID.reset(token)
+
+    def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
+        transport = super()._admit_session(requestor)
+        wanted = _NEXT_ID.get()
+        if transport is None or wanted is None or transport.mcp_session_id is None:
+            return transport
+        old = transport.mcp_session_id
+        transport.mcp_session_id = wanted
+        self._server_instances[wanted] = self._server_instances.pop(old)
+        if old in self._session_owners:
+            self._session_owners[wanted] = self._session_owners.pop(old)
+        return transport
+
+    async def local_or_recovered(self, session_id: str, authorization: str
+                                 ) -> StreamableHTTPServerTransport | None:
+        """The session's transport on this replica, rebuilt from its sealed id if need be.
+
+        None when the id is not a valid sealed id for this credential (answer 404),
+        or when the session cap leaves no room.
+        """
+        transport = self._server_instances.get(session_id)
+        if transport is not None or self._replicas is None:
+            return transport
+        params = self._replicas.open(session_id, authorization, self._endpoint)
+        if params is None or await self._replicas.was_closed(session_id):
+            return None
+        async with self._session_creation_lock:
+            transport = self._server_instances.get(session_id)
+            if transport is not None:
+                return transport
+            token = _NEXT_ID.set(session_id)
+            try:
+                transport = self._admit_session(None)
+            finally:
+                _NEXT_ID.reset(token)
+            if transport is None:
+                return None
+            self._owner_tags[session_id] = credential_tag(authorization)
+            assert self._task_group is not None
+            await self._task_group.start(self._run_recovered, transport, params)
+        self._replicas.recovered += 1
+        logger.info("rebuilt session %s… from its sealed id", session_id[:12])
+        return transport
+
+    async def _serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
+                                     scope: Scope, receive: Receive, send: Send) -> None:
+        sid = http_transport.mcp_session_id
+        if sid is not None:
+            auth = next((v.decode("latin-1") for k, v in scope["headers"]
+                         if k == b"authorization"), "")
+            self._owner_tags[sid] = credential_tag(auth)
+        await super()._serve_opening_request(http_transport, scope, receive, send)
+
+    async def _run_recovered(self, transport: StreamableHTTPServerTransport, params: dict[str, Any],
+                             *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        sid = transport.mcp_session_id
+        assert sid is not None and self._replicas is not None
+        async with transport.connect() as (read_stream, write_stream):
+            task_status.started()
+            try:
+                idle_scope = transport.idle_scope or anyio.CancelScope()
+                with idle_scope:
+                    dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
+                        read_stream, write_stream, inline_methods=frozenset({"initialize"}))
+                    connection = Connection.for_loop(dispatcher, session_id=sid)
+                    connection.client_params, connection.protocol_version = (
+                        ServerRunner._negotiate_initialize(params))
+                    connection.initialized.set()
+                    await self._replicas.restore(connection, sid, self._endpoint)
+                    await serve_connection(self.app, dispatcher, connection=connection,
+                                           lifespan_state=self._lifespan_state)
+            except Exception:
+                logger.exception("rebuilt session %s… crashed", sid[:12])
+            finally:
+                await self._discard_session(sid, transport)
+
+    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
+                               ) -> None:
+        self._owner_tags.pop(session_id, None)
+        await super()._discard_session(session_id, transport)
+
+
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    await JSONResponse({"jsonrpc": "2.0", "id": None,
+                        "error": {"code": -32600, "message": "Session not found"}},
+                       status_code=404)(scope, receive, send)
