@@ -271,7 +271,11 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     async def readyz(request: Request) -> Response:
         ready = hub.upstreams.initial_done
-        return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+        body: dict[str, Any] = {"ready": ready}
+        waiting = [s.name for s in hub.upstreams.statuses() if str(s.state) == "needs_login"]
+        if waiting:  # OAuth servers waiting for `mcp-hub login NAME`; the hub serves the rest
+            body["needs_login"] = waiting
+        return JSONResponse(body, status_code=200 if ready else 503)
 
     async def metrics(request: Request) -> Response:
         body = hub.metrics.render(
