@@ -29,6 +29,8 @@ import httpx2
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 HUB = [sys.executable, "-m", "mcp_hub"]
 STEP_TIMEOUT = 25.0
+#: Arguments for the suite's tools that need some (everything else is called with none).
+TOOL_ARGS = {"add_numbers": {"a": 5, "b": 3}}
 
 
 def _toml(url: str, scenario: str, context: dict[str, str], state_dir: str) -> str:
@@ -74,11 +76,12 @@ def call_tools(config: Path, auth: bool) -> int:
     names = [t["name"] for t in json.loads(listed.stdout)["tools"] if t["server"] == "up"]
     failures = 0
     for name in names:
-        result = _run(config, "call", name)
+        arguments = json.dumps(TOOL_ARGS.get(name, {}))
+        result = _run(config, "call", name, "--args", arguments)
         if auth and result.returncode != 0 and "needs a login" in result.stderr + result.stdout:
             sys.stderr.write(result.stderr)
             if login(config):
-                result = _run(config, "call", name)
+                result = _run(config, "call", name, "--args", arguments)
         sys.stderr.write(result.stderr)
         print(result.stdout)
         failures += result.returncode != 0

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import union_scopes
@@ -67,6 +67,8 @@ class _HubFlow(OAuthClientProvider):
         self.hub_store = store
         self.settings = settings
         self.on_needs_login = on_needs_login
+        self._legacy_candidate: str | None = None
+        self._legacy_issuer: str | None = None
         ctx = self.context
         values = {f.name: getattr(ctx, f.name) for f in fields(ctx) if f.init}
         self.context = _HubContext(**values, resource_param=settings.resource_param)
@@ -106,20 +108,56 @@ class _HubFlow(OAuthClientProvider):
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
+                await self._note_legacy_metadata(outgoing, response)
+                restart = False
                 if (outgoing is request and response.status_code == 401 and not retried
                         and sent_with_token and self.context.can_refresh_token()):
-                    retried = True
-                    await flow.aclose()
+                    retried = restart = True  # one refresh, then resend the refused request
                     self.context.token_expiry_time = 0.0
+                else:
+                    try:
+                        outgoing = await flow.asend(response)
+                    except StopAsyncIteration:
+                        return
+                    except OAuthFlowError:
+                        if not self._adopt_legacy_issuer():
+                            raise
+                        restart = True
+                if restart:
+                    await flow.aclose()
                     request.headers.pop("Authorization", None)
                     flow = super()._auth_flow(request)
                     outgoing = await flow.__anext__()
-                    continue
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
         finally:
             await flow.aclose()
+
+    async def _note_legacy_metadata(self, sent: httpx2.Request, response: httpx2.Response) -> None:
+        """Remember the issuer of metadata the 2025-03-26 fallback found at the server's origin."""
+        if (self.context.auth_server_url is None and response.status_code == 200
+                and sent.url.path.startswith("/.well-known/oauth-authorization-server")
+                and _origin(str(sent.url)) == _origin(self.context.server_url)):
+            try:
+                await response.aread()
+                issuer = response.json().get("issuer")
+            except (ValueError, AttributeError):
+                return
+            if isinstance(issuer, str) and _origin(issuer) == _origin(self.context.server_url):
+                self._legacy_candidate = issuer
+
+    def _adopt_legacy_issuer(self) -> bool:
+        """2025-03-26 servers publish metadata at their origin whose ``issuer`` may carry a
+        path (that spec predates issuer validation). Accept such an issuer once, only when
+        it is on the MCP server's own origin, where the metadata was fetched from."""
+        candidate = self._legacy_candidate
+        if candidate is None or self._legacy_issuer == candidate:
+            return False
+        self._legacy_issuer = candidate
+        return True
+
+    def _expected_issuer(self) -> str:
+        if self.context.auth_server_url is None and self._legacy_issuer:
+            return self._legacy_issuer
+        return super()._expected_issuer()
 
     async def _need_person(self, url: str) -> None:
         """The non-interactive redirect step: note the wanted scope, drop tokens, stop."""
@@ -181,6 +219,11 @@ class HubOAuthProvider(_HubFlow):
             if self.on_needs_login is not None:
                 self.on_needs_login("no stored token")
             raise NeedsLogin(self.hub_store.server)
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parsed = urlparse(url)
+    return parsed.scheme, parsed.hostname, parsed.port
 
 
 async def _no_callback() -> AuthorizationCodeResult:
