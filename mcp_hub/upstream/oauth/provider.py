@@ -25,7 +25,13 @@ from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import union_scopes
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    ProtectedResourceMetadata,
+)
 
 from mcp_hub.oauth_settings import OAuthSettings
 from mcp_hub.upstream.oauth.errors import NeedsLogin, OAuthError
@@ -77,6 +83,32 @@ class _HubFlow(OAuthClientProvider):
         await super()._initialize()
         if self.hub_store.expires_at is not None:
             self.context.token_expiry_time = self.hub_store.expires_at
+        if self.context.oauth_metadata is None:
+            await self._restore_discovery()
+
+    async def _restore_discovery(self) -> None:
+        """The metadata found when the tokens were obtained: the SDK keeps it in memory only,
+        and without it a refresh after a restart would go to the MCP server's origin."""
+        data = await self.hub_store.get_discovery()
+        if not data:
+            return
+        if data.get("oauth_metadata"):
+            self.context.oauth_metadata = OAuthMetadata.model_validate(data["oauth_metadata"])
+        if data.get("resource_metadata"):
+            self.context.protected_resource_metadata = ProtectedResourceMetadata.model_validate(
+                data["resource_metadata"])
+        self.context.auth_server_url = data.get("auth_server_url")
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        await super()._handle_token_response(response)
+        ctx = self.context
+        await self.hub_store.set_discovery({
+            "oauth_metadata": ctx.oauth_metadata and ctx.oauth_metadata.model_dump(
+                mode="json", exclude_none=True),
+            "resource_metadata": ctx.protected_resource_metadata and
+            ctx.protected_resource_metadata.model_dump(mode="json", exclude_none=True),
+            "auth_server_url": ctx.auth_server_url,
+        })
 
     def _expiring(self) -> bool:
         """True when the access token is within its refresh margin of expiring."""
@@ -99,7 +131,7 @@ class _HubFlow(OAuthClientProvider):
                          ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         await self._precheck()
         if self._initialized and self._expiring() and self.context.can_refresh_token():
-            self.context.token_expiry_time = 0.0  # the SDK refreshes an expired token first
+            self.context.token_expiry_time = 1.0  # in the past (0 means "no expiry")
         sent_with_token = "Authorization" in request.headers or (
             self._initialized and self.context.is_token_valid())
         retried = False
@@ -113,7 +145,7 @@ class _HubFlow(OAuthClientProvider):
                 if (outgoing is request and response.status_code == 401 and not retried
                         and sent_with_token and self.context.can_refresh_token()):
                     retried = restart = True  # one refresh, then resend the refused request
-                    self.context.token_expiry_time = 0.0
+                    self.context.token_expiry_time = 1.0
                 else:
                     try:
                         outgoing = await flow.asend(response)

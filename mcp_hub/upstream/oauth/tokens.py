@@ -7,6 +7,8 @@ Records, all sealed with :class:`~mcp_hub.upstream.oauth.secretbox.SecretBox`:
   a restart);
 - ``oauth/<server>/client``: the registered client (DCR or CIMD), shared by
   every identity of that server;
+- ``oauth/<server>/discovery``: the authorization server and resource metadata
+  found with the tokens, so a refresh after a restart goes to the right endpoint;
 - ``oauth/<server>/<identity>/pending``: the scope a login must ask for, written
   when the hub found it needs a login (e.g. a step-up challenge).
 
@@ -95,6 +97,13 @@ class TokenStore:
 
     async def clear_client_info(self) -> bool:
         return await self.backend.delete(f"{self._base}/client")
+
+    async def get_discovery(self) -> dict[str, Any] | None:
+        """The metadata discovered with the tokens (where to refresh them after a restart)."""
+        return await self._load(f"{self._base}/discovery")
+
+    async def set_discovery(self, data: dict[str, Any]) -> None:
+        await self._save(f"{self._base}/discovery", data)
 
     async def get_pending_scope(self) -> str | None:
         data = await self._load(f"{self._user}/pending")
