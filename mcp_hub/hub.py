@@ -43,6 +43,7 @@ from mcp_hub.startup import StartupGate
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
 from mcp_hub.toolsets import register_composite, unregister_composite
 from mcp_hub.upstream import UpstreamManager
+from mcp_hub.upstream.oauth.attach import login_wanted
 
 __all__ = ["Hub"]
 
@@ -409,7 +410,11 @@ class Hub:
             return result
         except UnknownToolError:
             status = "unknown"
-            raise
+            waiting = login_wanted(name, self.config.servers, self.upstreams.statuses())
+            allowed = self.access.tool_filter(caller)
+            if waiting is None or (allowed is not None and not allowed(name)):
+                raise
+            return types.CallToolResult(content=[types.TextContent(text=waiting)], is_error=True)
         finally:
             entry = self.registry.get_entry(name)
             server = _server_of_toolset(entry.toolset) if entry else "hub"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import anyio
@@ -17,8 +17,9 @@ from mcp_hub.upstream.oauth.kvstore import StateStore
 from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider
 from mcp_hub.upstream.oauth.secretbox import SecretBox
 from mcp_hub.upstream.oauth.tokens import HUB_IDENTITY, TokenStore, open_store
+from mcp_hub.upstream.status import UpstreamStatus
 
-__all__ = ["DEFAULT_REDIRECT", "hub_auth", "token_store", "wait_for_login"]
+__all__ = ["DEFAULT_REDIRECT", "hub_auth", "login_wanted", "token_store", "wait_for_login"]
 
 #: The redirect URI a running hub puts in its (never used) authorization requests.
 DEFAULT_REDIRECT = "http://127.0.0.1/callback"
@@ -65,3 +66,19 @@ async def wait_for_login(name: str, config: ServerConfig, wake: anyio.Event) -> 
             return
         with anyio.move_on_after(LOGIN_POLL_SECONDS):
             await wake.wait()
+
+
+def login_wanted(tool: str, servers: Mapping[str, ServerConfig],
+                 statuses: Iterable[UpstreamStatus]) -> str | None:
+    """Why ``tool`` is missing if it belongs to a server waiting in ``needs_login``, else None.
+
+    A server's tools leave the registry while it cannot connect; a call to one then
+    says which login is needed instead of only "Unknown tool"."""
+    for status in statuses:
+        config = servers.get(status.name)
+        if str(status.state) != "needs_login" or config is None:
+            continue
+        prefix = config.effective_prefix(status.name)
+        if not prefix or tool.startswith(prefix):
+            return f"{tool} is unavailable: {status.last_error}"
+    return None
