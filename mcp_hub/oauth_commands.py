@@ -35,7 +35,7 @@ def cmd_login(args: argparse.Namespace) -> int:
     server = _server(config, args.name)
     store = token_store(args.name, server)
     tools = run_async(lambda: login(args.name, server, store, open_browser=not args.no_browser,
-                                    out=sys.stdout, timeout=args.timeout))
+                                    out=sys.stdout, wait_seconds=args.timeout))
     print(f"logged in to {args.name}: {tools} tools; tokens stored (encrypted) under "
           f"{server.state_dir}", file=sys.stderr)
     return 0

@@ -45,9 +45,9 @@ from mcp_hub import commands, pdeathsig, prespawn
 from mcp_hub.config import ServerConfig
 from mcp_hub.prespawn import INHERITED_ENV_VARS
 from mcp_hub.redact import redact
+from mcp_hub.sanitize import clean_description
 from mcp_hub.upstream.oauth.attach import hub_auth
 from mcp_hub.upstream.oauth.errors import login_hint
-from mcp_hub.sanitize import clean_description
 
 __all__ = [
     "INHERITED_ENV_VARS",

@@ -56,7 +56,7 @@ async def _callback_server(store: TokenStore, config: ServerConfig) -> CallbackS
 
 
 async def login(name: str, config: ServerConfig, store: TokenStore, *, open_browser: bool,
-                out: TextIO, timeout: float = 300.0) -> int:
+                out: TextIO, wait_seconds: float = 300.0) -> int:
     """Run the flow for server ``name`` and store its tokens; returns its tool count."""
     assert config.url is not None
     if config.oauth.client_secret:
@@ -64,7 +64,7 @@ async def login(name: str, config: ServerConfig, store: TokenStore, *, open_brow
     await store.clear_tokens()
     if config.oauth.grant == "client_credentials":
         provider: Any = HubClientCredentialsProvider(config.url, store, config.oauth)
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(wait_seconds):
             return await _session(config, provider)
     server = await _callback_server(store, config)
 
@@ -81,12 +81,12 @@ async def login(name: str, config: ServerConfig, store: TokenStore, *, open_brow
     async with server.listener, anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(wait_seconds):
                 tools = await _session(config, provider)
         except OAuthError as exc:
             failure = exc
         except TimeoutError:
-            failure = OAuthError(f"login not completed within {timeout:g} s")
+            failure = OAuthError(f"login not completed within {wait_seconds:g} s")
         tg.cancel_scope.cancel()
     if failure is not None:
         raise failure
