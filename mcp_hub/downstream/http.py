@@ -270,7 +270,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        ready = hub.upstreams.initial_done
+        ready = hub.upstreams_ready
         body: dict[str, Any] = {"ready": ready}
         waiting = [s.name for s in hub.upstreams.statuses() if str(s.state) == "needs_login"]
         if waiting:  # OAuth servers waiting for `mcp-hub login NAME`; the hub serves the rest
@@ -279,7 +279,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     async def metrics(request: Request) -> Response:
         body = hub.metrics.render(
-            upstreams=hub.upstreams.statuses(), list_changed=hub.sessions.sent,
+            upstreams=hub.upstream_statuses(), list_changed=hub.sessions.sent,
             sessions=hub.sessions.count,
         )
         return PlainTextResponse(body, media_type="text/plain; version=0.0.4")
