@@ -24,7 +24,7 @@ def test_every_client_scenario_passes_with_the_hub_as_client() -> None:
             pytest.fail("the conformance suite is not installed (make setup)")
         pytest.skip("the conformance suite is not installed (make setup)")
     scenarios = [*client_run.AUTH_SCENARIOS, *client_run.CORE_SCENARIOS]
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(scenarios, pool.map(client_run.run_scenario, scenarios), strict=True))
     failed = {name: r.reason for name, r in results.items() if r.status == "fail"}
     assert not failed, failed

@@ -11,6 +11,7 @@ calls the upstream's tools.
 from __future__ import annotations
 
 import json
+import logging
 import stat
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from mcp.types import TextContent
 from mcp_hub.config import load_config
 from mcp_hub.context import CallContext
 from mcp_hub.hub import Hub
+from mcp_hub.upstream.oauth.attach import token_store
 from tests.oauth_parts import auth_server, hub_cli, login, protected_server, server_toml
 
 pytestmark = pytest.mark.anyio
@@ -127,3 +129,35 @@ async def test_token_store_is_encrypted_and_logout_forgets(tmp_path: Path) -> No
         assert out.returncode == 0 and "deleted" in out.stderr
         checked = hub_cli(config_path, "check")
         assert "needs_login" in checked.stdout
+
+
+async def test_tokens_never_reach_logs_status_or_metrics(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with auth_server(token_seconds=2) as auth, \
+            protected_server(auth.url, tmp_path / "calls.txt") as url:
+        config_path = server_toml(tmp_path, url)
+        login(config_path)
+        config = load_config(config_path)
+        store = token_store("prot", config.servers["prot"])
+        first = await store.get_tokens()
+        assert first is not None and first.refresh_token
+        seen = {first.access_token, first.refresh_token}  # rotated by every refresh
+        async with Hub(config, load_plugin_modules=False) as hub:
+            with anyio.fail_after(60):
+                await hub.wait_ready(20)
+                while auth.stats()["token"].get("refresh_token", 0) < 2:
+                    ok, text = await _call(hub)
+                    assert ok, text
+                    tokens = await store.get_tokens()
+                    assert tokens is not None and tokens.refresh_token
+                    seen |= {tokens.access_token, tokens.refresh_token}
+                    await anyio.sleep(0.5)  # let the token age
+                outputs = [caplog.text, json.dumps(hub.status()),
+                           hub.metrics.render(upstreams=hub.upstream_statuses(),
+                                              list_changed=hub.sessions.sent,
+                                              sessions=hub.sessions.count)]
+    assert len(seen) >= 4
+    for canary in seen:
+        for out in outputs:
+            assert canary not in out

@@ -38,7 +38,7 @@ CORE_SCENARIOS = ["initialize", "tools_call"]
 DRIVER = f"cd {ROOT} && {sys.executable} -m tests.conformance.oauth_client"
 
 
-def run_scenario(scenario: str, timeout_s: float = 150.0) -> ScenarioResult:
+def run_scenario(scenario: str, timeout_s: float = 300.0) -> ScenarioResult:
     """Run one client scenario against the driver; the result of its checks."""
     with tempfile.TemporaryDirectory(prefix="hub-client-conformance-") as tmp:
         cmd = [str(NODE), str(SUITE_JS), "client", "--command", DRIVER, "--scenario", scenario,

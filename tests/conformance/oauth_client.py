@@ -28,7 +28,7 @@ import httpx2
 #: The Client ID Metadata Document URL the suite's CIMD scenario expects.
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 HUB = [sys.executable, "-m", "mcp_hub"]
-STEP_TIMEOUT = 25.0
+STEP_TIMEOUT = 60.0
 #: Arguments for the suite's tools that need some (everything else is called with none).
 TOOL_ARGS = {"add_numbers": {"a": 5, "b": 3}}
 
@@ -54,13 +54,13 @@ def _run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def login(config: Path) -> bool:
     """``mcp-hub login up --no-browser``, following the printed URL like a browser would."""
-    proc = subprocess.Popen([*HUB, "login", "up", "--no-browser", "--timeout", "20",
+    proc = subprocess.Popen([*HUB, "login", "up", "--no-browser", "--timeout", "50",
                              "-c", str(config)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if url:
         try:
-            httpx2.get(url, follow_redirects=True, timeout=10.0)
+            httpx2.get(url, follow_redirects=True, timeout=30.0)
         except httpx2.HTTPError as exc:
             print(f"following the authorization URL failed: {exc}", file=sys.stderr)
     code = proc.wait(timeout=STEP_TIMEOUT)
