@@ -85,7 +85,7 @@ HUB_STATUS_SCHEMA: dict[str, Any] = {
     "description": (
         "Report the state of this MCP hub: first a one-line summary of what is wrong (or "
         "that all is well), then each upstream MCP server with its state "
-        "(connecting, ready, reconnecting, parked, disabled), transport, tool/prompt/resource "
+        "(connecting, ready, reconnecting, parked, needs_login, disabled), transport, tool/prompt/resource "
         "counts, last error, reconnect count and since when; tools that were rejected or "
         "shadowed and why; whether tool search is active; the hub version and uptime. "
         "Read-only, takes no arguments. Use it when an expected tool is missing or failing."

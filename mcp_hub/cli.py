@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcp_hub import __version__, prespawn
+from mcp_hub import __version__, oauth_commands, prespawn
 from mcp_hub.redact import RedactingFilter, add_secrets, redact
 
 if TYPE_CHECKING:
@@ -398,6 +398,7 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
     a.add_argument("target", metavar="SERVER[/TOOL]")
     a.set_defaults(func=cmd_pins)
 
+    oauth_commands.add_parsers(sub, common)
     p = sub.add_parser("import", parents=[common],
                        help="convert a client's MCP config into servers.toml entries")
     p.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])

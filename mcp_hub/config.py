@@ -36,6 +36,7 @@ from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
 from mcp_hub.naming import is_upstream_toolset
 from mcp_hub.telemetry.settings import TelemetryConfig
+from mcp_hub.oauth_settings import OAuthSettings
 
 __all__ = [
     "BuiltinsConfig",
@@ -184,6 +185,11 @@ class ServerConfig(_Model):
     #: Largest single message accepted from a stdio server; a bigger answer fails its request.
     max_message_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     pin_policy: Literal["warn", "block", "off"] | None = None
+    #: ``"oauth"``: authenticate with OAuth (see docs/upstreams.md); http/sse servers only.
+    auth: Literal["oauth"] | None = None
+    oauth: OAuthSettings = Field(default_factory=OAuthSettings)
+    # Where OAuth tokens are kept (the hub's state dir); set by the loader.
+    _state_dir: Path | None = PrivateAttr(default=None)
     # Set by the loader from [hub] path / hub_bin_on_path (see mcp_hub.commands).
     _search_path: commands.SearchPath = PrivateAttr(
         default_factory=lambda: commands.search_path([], True, os.getcwd()))
@@ -207,7 +213,14 @@ class ServerConfig(_Model):
             raise ValueError(f"transport '{self.transport}' needs 'url'")
         if self.url and not re.match(r"^https?://", self.url):
             raise ValueError("url: must start with http:// or https://")
+        if self.auth == "oauth" and self.transport == "stdio":
+            raise ValueError("auth 'oauth' needs an http or sse server ('url')")
         return self
+
+    @property
+    def state_dir(self) -> Path | None:
+        """The hub's state dir (OAuth tokens live under it), once loaded from a file."""
+        return self._state_dir
 
     def effective_prefix(self, server_name: str) -> str:
         """The prefix of exposed names: the server name unless set (``""`` = none)."""
@@ -433,6 +446,7 @@ def _resolve_paths(config: HubConfig) -> None:
         server.command, server.args, server.cwd = commands.resolve_server_paths(
             server.command, server.args, server.cwd, base)
         server._search_path = search
+        server._state_dir = config.state_path()
 
 
 def _interpolate(

@@ -18,7 +18,7 @@ from mcp_hub.redact import redact
 
 __all__ = ["problem", "rejected_tools", "summary"]
 
-_FAILING = ("parked", "reconnecting")
+_FAILING = ("parked", "reconnecting", "needs_login")
 _MAX_ERROR = 200
 _SEARCHED = "--config, $MCP_HUB_CONFIG, ./servers.toml, ~/.config/mcp-hub/servers.toml"
 

@@ -49,6 +49,7 @@ from mcp_hub.state import StateBackend, open_state
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
+from mcp_hub.upstream.oauth.attach import login_wanted
 
 __all__ = ["Hub"]
 
@@ -438,7 +439,11 @@ class Hub(ServingMixin):
             return result
         except UnknownToolError:
             status = "unknown"
-            raise
+            waiting = login_wanted(name, self.config.servers, self.upstreams.statuses())
+            allowed = self.access.tool_filter(caller)
+            if waiting is None or (allowed is not None and not allowed(name)):
+                raise
+            return types.CallToolResult(content=[types.TextContent(text=waiting)], is_error=True)
         finally:
             entry = self.registry.get_entry(name)
             server = _server_of_toolset(entry.toolset) if entry else "hub"

@@ -20,6 +20,10 @@ __all__ = ["REDACTED", "RedactingFilter", "add_secrets", "known_secrets", "redac
 
 REDACTED = "[REDACTED]"
 
+# A key that names a secret: ``token``, ``api_key``, ``client_secret``, ``auth``, …
+_KEY = (r"(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?)?"
+        r"(?:token|key|secret|password|passwd|pwd|auth|credential)s?)")
+
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"), r"\1 " + REDACTED),
     (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{8,}"), REDACTED),
@@ -27,13 +31,12 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
-    (
-        re.compile(
-            r"(?i)\b((?:api[_-]?)?(?:token|key|secret|password|passwd|pwd|auth|credential)s?)"
-            r"(\s*[=:]\s*)(\"?)[^\s\"'&,;]{3,}"
-        ),
-        r"\1\2\3" + REDACTED,
-    ),
+    # ``token=…``: an assignment's value is always a secret.
+    (re.compile(_KEY + r"(\s*=\s*)(\"?)[^\s\"'&,;]{3,}"), r"\1\2\3" + REDACTED),
+    # ``token: …``: only a value that looks like a credential (a digit or symbol, or long),
+    # so the hub's own words after a key path stay readable ("servers.c.auth: unknown key").
+    (re.compile(_KEY + r"(\s*:\s*)(\"?)(?=[^\s\"'&,;]*[0-9+/=.~-]|[^\s\"'&,;]{16,})"
+                r"[^\s\"'&,;]{3,}"), r"\1\2\3" + REDACTED),
     (re.compile(r"(?i)(https?://)[^/\s:@]+:[^/\s@]+@"), r"\1" + REDACTED + "@"),
 ]
 

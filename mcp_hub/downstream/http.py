@@ -307,8 +307,11 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         ready = hub.upstreams_ready
         # A shared store that is down degrades the hub but does not make it unready
         # (what does not need the store keeps working): the body says so.
-        return JSONResponse({"ready": ready, **state_readiness(hub.state)},
-                            status_code=200 if ready else 503)
+        body: dict[str, Any] = {"ready": ready, **state_readiness(hub.state)}
+        waiting = [s.name for s in hub.upstreams.statuses() if str(s.state) == "needs_login"]
+        if waiting:  # OAuth servers waiting for `mcp-hub login NAME`; the hub serves the rest
+            body["needs_login"] = waiting
+        return JSONResponse(body, status_code=200 if ready else 503)
 
     async def metrics(request: Request) -> Response:
         body = hub.metrics.render(

@@ -21,7 +21,7 @@ STATUS_PAGE_HTML = """<!doctype html>
  th{background:#eef1f5;font-weight:600} .muted{color:#6b7280}
  .st{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;color:#fff}
  .ready{background:#15803d}.connecting,.reconnecting{background:#b45309}
- .parked{background:#b91c1c}.disabled{background:#6b7280}.ok{color:#15803d}.error{color:#b91c1c}
+ .parked{background:#b91c1c}.needs_login{background:#7c3aed}.disabled{background:#6b7280}.ok{color:#15803d}.error{color:#b91c1c}
 </style></head><body>
 <h1>mcp-hub</h1><div id="hub" class="muted">loading…</div>
 <h2>Upstream servers</h2>

@@ -54,6 +54,8 @@ from mcp_hub.upstream.conn_state import (
     ToolRecord,
 )
 from mcp_hub.upstream.failures import classify_connect_failure, error_text
+from mcp_hub.upstream.oauth.attach import wait_for_login
+from mcp_hub.upstream.oauth.errors import NeedsLogin
 from mcp_hub.upstream.relays import RelaysMixin
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import ConnectFailure, TransportProbe, open_transport
@@ -112,7 +114,10 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 failure.message += " — stderr: " + redact(" | ".join(probe.stderr_tail))[-500:]
             self.last_error = failure.message
             self.first_done.set()
-            if failure.permanent:
+            if probe.needs_login is not None:
+                await self._wait_for_login(probe.needs_login)
+                failures = 0
+            elif failure.permanent:
                 self.log.error("upstream %s parked: %s", self.name, failure.message)
                 self._set_state(ServerState.PARKED)
                 await self._pause(PARK_PROBE_SECONDS)
@@ -126,9 +131,16 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 self._set_state(ServerState.RECONNECTING)
                 await self._pause(delay)
             self.reconnects += 1
-            if self.state is ServerState.PARKED:
+            if self.state in (ServerState.PARKED, ServerState.NEEDS_LOGIN):
                 self._set_state(ServerState.RECONNECTING)
             self._announce_session_change()
+
+    async def _wait_for_login(self, reason: str) -> None:
+        """``needs_login``: no retries until ``mcp-hub login`` stores tokens (or a wake)."""
+        self.last_error = str(NeedsLogin(self.name, reason))
+        self._set_state(ServerState.NEEDS_LOGIN)
+        self._wake = anyio.Event()
+        await wait_for_login(self.name, self.config, self._wake)
 
     async def _pause(self, seconds: float) -> None:
         self._wake = anyio.Event()

@@ -27,6 +27,8 @@ class ServerState(enum.StrEnum):
     READY = "ready"
     RECONNECTING = "reconnecting"
     PARKED = "parked"
+    #: An OAuth server without a usable token: waits for ``mcp-hub login NAME``.
+    NEEDS_LOGIN = "needs_login"
     DISABLED = "disabled"
 
     def __str__(self) -> str:

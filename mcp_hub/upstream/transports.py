@@ -49,6 +49,8 @@ from mcp_hub.prespawn import INHERITED_ENV_VARS
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
+from mcp_hub.upstream.oauth.attach import hub_auth
+from mcp_hub.upstream.oauth.errors import login_hint
 
 __all__ = [
     "INHERITED_ENV_VARS",
@@ -91,6 +93,8 @@ class TransportProbe:
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=5))
     #: The stdio child's process id (its process group id too), once spawned.
     pid: int | None = None
+    #: Why an OAuth server needs ``mcp-hub login`` (set by its auth), else None.
+    needs_login: str | None = None
 
     async def on_response(self, response: httpx2.Response) -> None:
         self.last_status = response.status_code
@@ -122,13 +126,25 @@ async def open_transport(
         async with _stdio(name, config, probe, on_eof) as streams:
             yield streams
         return
-    async with _http_streams(config, probe) as (read, write):
+    auth = _oauth(name, config, probe, on_eof) if config.auth == "oauth" else None
+    async with _http_streams(config, probe, auth) as (read, write):
         yield _AnswerMalformedResponses(name, read), write
 
 
+def _oauth(name: str, config: ServerConfig, probe: TransportProbe,
+           on_eof: Callable[[str], None]) -> httpx2.Auth:
+    """The OAuth client of server ``name``; a needed login ends the session at once."""
+
+    def needs_login(reason: str) -> None:
+        probe.needs_login = reason
+        on_eof(f"needs login ({reason}): {login_hint(name)}")
+
+    return hub_auth(name, config, needs_login)
+
+
 @asynccontextmanager
-async def _http_streams(config: ServerConfig, probe: TransportProbe
-                        ) -> AsyncIterator[tuple[Any, Any]]:
+async def _http_streams(config: ServerConfig, probe: TransportProbe,
+                        auth: httpx2.Auth | None = None) -> AsyncIterator[tuple[Any, Any]]:
     assert config.url is not None
     async with AsyncExitStack() as stack:
         timeout = httpx2.Timeout(config.connect_timeout, read=max(config.max_call_seconds, 300.0))
@@ -136,7 +152,8 @@ async def _http_streams(config: ServerConfig, probe: TransportProbe
                                        "request": [inject_trace_headers]}
         if config.transport == "http":
             client = httpx2.AsyncClient(
-                headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks
+                headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks,
+                auth=auth,
             )
             await stack.enter_async_context(client)
             streams = await stack.enter_async_context(
@@ -165,6 +182,7 @@ async def _http_streams(config: ServerConfig, probe: TransportProbe
                     timeout=config.connect_timeout,
                     sse_read_timeout=max(config.max_call_seconds, 300.0),
                     httpx_client_factory=factory,
+                    auth=auth,
                 )
             )
         yield streams

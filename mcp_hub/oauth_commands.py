@@ -1,0 +1,69 @@
+"""``mcp-hub login NAME [--no-browser]`` and ``mcp-hub logout NAME``.
+
+The authorization URL is the only thing written to stdout (one line), so a script
+can read it; progress and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from mcp_hub.config import HubConfig, ServerConfig
+from mcp_hub.errors import ConfigError
+
+__all__ = ["add_parsers"]
+
+
+def _server(config: HubConfig, name: str) -> ServerConfig:
+    server = config.servers.get(name)
+    if server is None:
+        known = ", ".join(sorted(config.servers)) or "none"
+        raise ConfigError(f"no server named {name!r} (servers: {known})")
+    if server.auth != "oauth":
+        raise ConfigError(f"servers.{name}: set auth = \"oauth\" to log in to it")
+    return server
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    from mcp_hub.cli import _load, run_async
+    from mcp_hub.upstream.oauth.attach import token_store
+    from mcp_hub.upstream.oauth.login import login
+
+    config = _load(args)
+    server = _server(config, args.name)
+    store = token_store(args.name, server)
+    tools = run_async(lambda: login(args.name, server, store, open_browser=not args.no_browser,
+                                    out=sys.stdout, wait_seconds=args.timeout))
+    print(f"logged in to {args.name}: {tools} tools; tokens stored (encrypted) under "
+          f"{server.state_dir}", file=sys.stderr)
+    return 0
+
+
+def cmd_logout(args: argparse.Namespace) -> int:
+    from mcp_hub.cli import _load, run_async
+    from mcp_hub.upstream.oauth.attach import token_store
+    from mcp_hub.upstream.oauth.login import logout
+
+    config = _load(args)
+    server = _server(config, args.name)
+    had = run_async(lambda: logout(token_store(args.name, server)))
+    print(f"{args.name}: " + ("stored tokens deleted" if had else "no stored tokens"),
+          file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Register ``login`` and ``logout`` on the CLI's subcommand parser."""
+    p = sub.add_parser("login", parents=[common],
+                       help="log in to an OAuth upstream (auth = \"oauth\") and store its tokens")
+    p.add_argument("name", metavar="NAME", help="the server's name in servers.toml")
+    p.add_argument("--no-browser", action="store_true",
+                   help="only print the authorization URL (stdout); do not open a browser")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds to wait for the redirect (default 300)")
+    p.set_defaults(func=cmd_login)
+    p = sub.add_parser("logout", parents=[common], help="delete an OAuth upstream's stored tokens")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=cmd_logout)

@@ -1,0 +1,84 @@
+"""What the transports and the supervisor use: the ``httpx`` auth of an OAuth server,
+its token store, and the wait for a login while it is ``needs_login``."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import anyio
+import httpx2
+
+from mcp_hub.config import ServerConfig
+from mcp_hub.redact import add_secrets
+from mcp_hub.upstream.oauth.kvstore import StateStore
+from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider
+from mcp_hub.upstream.oauth.secretbox import SecretBox
+from mcp_hub.upstream.oauth.tokens import HUB_IDENTITY, TokenStore, open_store
+from mcp_hub.upstream.status import UpstreamStatus
+
+__all__ = ["DEFAULT_REDIRECT", "hub_auth", "login_wanted", "token_store", "wait_for_login"]
+
+#: The redirect URI a running hub puts in its (never used) authorization requests.
+DEFAULT_REDIRECT = "http://127.0.0.1/callback"
+#: How often a ``needs_login`` server looks for tokens written by ``mcp-hub login``.
+LOGIN_POLL_SECONDS = 1.0
+
+
+def _default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "mcp-hub"
+
+
+@functools.lru_cache(maxsize=8)
+def _store_for(state_dir: Path) -> tuple[StateStore, SecretBox]:
+    return open_store(state_dir)
+
+
+def token_store(name: str, config: ServerConfig, identity: str = HUB_IDENTITY) -> TokenStore:
+    """The encrypted token store of server ``name`` (hub-wide unless ``identity`` is given)."""
+    assert config.url is not None
+    backend, box = _store_for(config.state_dir or _default_state_dir())
+    return TokenStore(backend, box, name, config.url, identity)
+
+
+def hub_auth(name: str, config: ServerConfig,
+             on_needs_login: Callable[[str], None]) -> httpx2.Auth:
+    """The ``httpx`` auth a running hub uses for server ``name`` (never interactive)."""
+    assert config.url is not None
+    settings = config.oauth
+    if settings.client_secret:
+        add_secrets([settings.client_secret])
+    store = token_store(name, config)
+    if settings.grant == "client_credentials":
+        return HubClientCredentialsProvider(config.url, store, settings)
+    return HubOAuthProvider(config.url, store, settings, redirect_uri=DEFAULT_REDIRECT,
+                            on_needs_login=on_needs_login)
+
+
+async def wait_for_login(name: str, config: ServerConfig, wake: anyio.Event) -> None:
+    """Return once tokens for ``name`` are stored (a login elsewhere) or ``wake`` is set."""
+    store = token_store(name, config)
+    while not wake.is_set():
+        if await store.has_tokens():
+            return
+        with anyio.move_on_after(LOGIN_POLL_SECONDS):
+            await wake.wait()
+
+
+def login_wanted(tool: str, servers: Mapping[str, ServerConfig],
+                 statuses: Iterable[UpstreamStatus]) -> str | None:
+    """Why ``tool`` is missing if it belongs to a server waiting in ``needs_login``, else None.
+
+    A server's tools leave the registry while it cannot connect; a call to one then
+    says which login is needed instead of only "Unknown tool"."""
+    for status in statuses:
+        config = servers.get(status.name)
+        if str(status.state) != "needs_login" or config is None:
+            continue
+        prefix = config.effective_prefix(status.name)
+        if not prefix or tool.startswith(prefix):
+            return f"{tool} is unavailable: {status.last_error}"
+    return None

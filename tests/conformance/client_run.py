@@ -1,0 +1,72 @@
+"""Run the conformance suite's *client* scenarios with the hub as the client under test.
+
+Usage (from the repository root)::
+
+    python -m tests.conformance.client_run                      # every scenario below
+    python -m tests.conformance.client_run auth/scope-step-up   # some of them
+
+Each scenario starts the suite's test server (and authorization server) and runs
+``tests/conformance/oauth_client.py``, which drives the hub through its CLI only.
+Prints one line per scenario and a count; exit status 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.conformance.results import ScenarioResult, classify
+from tests.conformance.run import NODE, ROOT, SUITE_JS
+
+#: The dated auth scenarios (2025-03-26, 2025-06-18, 2025-11-25), the draft ones and the
+#: client-credentials extension with a client secret.
+AUTH_SCENARIOS = [
+    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+    "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none", "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
+    "auth/client-credentials-basic",
+]
+CORE_SCENARIOS = ["initialize", "tools_call"]
+DRIVER = f"cd {ROOT} && {sys.executable} -m tests.conformance.oauth_client"
+
+
+def run_scenario(scenario: str, timeout_s: float = 300.0) -> ScenarioResult:
+    """Run one client scenario against the driver; the result of its checks."""
+    with tempfile.TemporaryDirectory(prefix="hub-client-conformance-") as tmp:
+        cmd = [str(NODE), str(SUITE_JS), "client", "--command", DRIVER, "--scenario", scenario,
+               "--timeout", str(int(timeout_s * 1000) - 5000), "-o", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + 30,
+                              env={**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"},
+                              check=False)
+        checks: list[dict[str, object]] = []
+        for checks_file in Path(tmp).rglob("checks.json"):
+            data = json.loads(checks_file.read_text())
+            checks += data if isinstance(data, list) else []
+        result = classify(checks)
+        if not checks:
+            result.reason = f"no checks; suite said: {(proc.stdout + proc.stderr)[-600:]}"
+        return result
+
+
+def main(argv: list[str]) -> int:
+    scenarios = argv or [*AUTH_SCENARIOS, *CORE_SCENARIOS]
+    failed = 0
+    for scenario in scenarios:
+        result = run_scenario(scenario)
+        failed += result.status == "fail"
+        print(f"{result.status.upper():5} {scenario}" + (f"  {result.reason}" if result.reason
+                                                         else ""), flush=True)
+    print(f"{len(scenarios) - failed}/{len(scenarios)} scenarios without failures")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

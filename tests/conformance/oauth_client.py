@@ -1,0 +1,105 @@
+"""The hub as the client under test of the conformance suite's client scenarios.
+
+The suite runs ``python -m tests.conformance.oauth_client <server-url>`` with the
+scenario in ``MCP_CONFORMANCE_SCENARIO`` and its credentials, if any, in
+``MCP_CONFORMANCE_CONTEXT``. This driver touches the hub only through its CLI
+and a servers.toml, as a user would:
+
+1. write a servers.toml naming the test server with ``auth = "oauth"`` (and the
+   pre-registered or client-credentials identity the scenario hands out);
+2. ``mcp-hub login up --no-browser``: read the URL it prints and follow it (the
+   suite's authorization endpoint redirects at once, to the login's loopback port);
+3. ``mcp-hub tools --json``, then ``mcp-hub call`` for each of the server's tools;
+   when a call reports that the server needs a login (a scope step-up), log in
+   once more and call again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import httpx2
+
+#: The Client ID Metadata Document URL the suite's CIMD scenario expects.
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+HUB = [sys.executable, "-m", "mcp_hub"]
+STEP_TIMEOUT = 60.0
+#: Arguments for the suite's tools that need some (everything else is called with none).
+TOOL_ARGS = {"add_numbers": {"a": 5, "b": 3}}
+
+
+def _toml(url: str, scenario: str, context: dict[str, str], state_dir: str) -> str:
+    lines = ["[hub]", f"state_dir = {json.dumps(state_dir)}", "",
+             "[servers.up]", f"url = {json.dumps(url)}", 'prefix = ""', "timeout = 20"]
+    if scenario.startswith("auth/"):
+        lines += ['auth = "oauth"', "", "[servers.up.oauth]",
+                  f"client_metadata_url = {json.dumps(CIMD_URL)}"]
+        if "client_id" in context and "client_secret" in context:
+            lines += [f"client_id = {json.dumps(context['client_id'])}",
+                      f"client_secret = {json.dumps(context['client_secret'])}"]
+        if scenario.startswith("auth/client-credentials"):
+            lines.append('grant = "client_credentials"')
+    return "\n".join(lines) + "\n"
+
+
+def _run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*HUB, *args, "-c", str(config)], capture_output=True, text=True,
+                          timeout=STEP_TIMEOUT, check=False)
+
+
+def login(config: Path) -> bool:
+    """``mcp-hub login up --no-browser``, following the printed URL like a browser would."""
+    proc = subprocess.Popen([*HUB, "login", "up", "--no-browser", "--timeout", "50",
+                             "-c", str(config)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if url:
+        try:
+            httpx2.get(url, follow_redirects=True, timeout=30.0)
+        except httpx2.HTTPError as exc:
+            print(f"following the authorization URL failed: {exc}", file=sys.stderr)
+    code = proc.wait(timeout=STEP_TIMEOUT)
+    print(f"login exit {code}", file=sys.stderr)
+    return code == 0
+
+
+def call_tools(config: Path, auth: bool) -> int:
+    listed = _run(config, "tools", "--json")
+    sys.stderr.write(listed.stderr)
+    if listed.returncode != 0:
+        return listed.returncode
+    names = [t["name"] for t in json.loads(listed.stdout)["tools"] if t["server"] == "up"]
+    failures = 0
+    for name in names:
+        arguments = json.dumps(TOOL_ARGS.get(name, {}))
+        result = _run(config, "call", name, "--args", arguments)
+        if auth and result.returncode != 0 and "needs a login" in result.stderr + result.stdout:
+            sys.stderr.write(result.stderr)
+            if login(config):
+                result = _run(config, "call", name, "--args", arguments)
+        sys.stderr.write(result.stderr)
+        print(result.stdout)
+        failures += result.returncode != 0
+    return 1 if failures else 0
+
+
+def main() -> int:
+    url = sys.argv[-1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    with tempfile.TemporaryDirectory(prefix="hub-conformance-") as tmp:
+        config = Path(tmp) / "servers.toml"
+        config.write_text(_toml(url, scenario, context, str(Path(tmp) / "state")))
+        auth = scenario.startswith("auth/")
+        if auth and not login(config):
+            return 1
+        return call_tools(config, auth)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Real parts for the OAuth tests: the authorization server (oauth2-mock-server from
+npm, ``tests/fixtures/oauth/auth_server.mjs``), the protected upstream (the Python
+SDK's ``AuthSettings`` + ``TokenVerifier``, ``tests/fixtures/oauth/protected_server.py``)
+and ``mcp-hub login`` run the way a person would, with the URL followed headlessly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from tests.hubtest import PY, ROOT, hub_env
+
+AUTH_SERVER = ROOT / "tests" / "fixtures" / "oauth" / "auth_server.mjs"
+MOCK_PACKAGE = ROOT / "js" / "node_modules" / "oauth2-mock-server"
+
+
+def require_parts() -> str:
+    """The node binary; skips (fails in CI) when node or oauth2-mock-server is missing."""
+    node = shutil.which("node")
+    if node is None or not MOCK_PACKAGE.exists():
+        reason = "needs node and js/node_modules/oauth2-mock-server (make setup)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return node
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class AuthServer:
+    url: str
+
+    def stats(self) -> dict[str, Any]:
+        data: dict[str, Any] = httpx2.get(f"{self.url}/test/stats", timeout=5).json()
+        return data
+
+    def token_requests(self) -> int:
+        return sum(self.stats()["token"].values())
+
+    def revoke_refresh_tokens(self) -> None:
+        httpx2.post(f"{self.url}/test/revoke-refresh", timeout=5).raise_for_status()
+
+
+@contextmanager
+def auth_server(token_seconds: int) -> Iterator[AuthServer]:
+    node = require_parts()
+    proc = subprocess.Popen([node, str(AUTH_SERVER), "0", str(token_seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()  # bounded: the process prints or exits
+        assert line.startswith("READY "), f"auth server did not start: {line!r}"
+        yield AuthServer(line.split(" ", 1)[1])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@contextmanager
+def protected_server(issuer: str, calls_file: Path) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [PY, "-m", "tests.fixtures.oauth.protected_server", "--port", str(port),
+         "--issuer", issuer, "--calls-file", str(calls_file)], cwd=ROOT, env=hub_env())
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(200):
+            try:
+                if httpx2.post(url, json={}, timeout=1).status_code == 401:
+                    break
+            except httpx2.HTTPError:
+                pass
+            if proc.poll() is not None:
+                raise AssertionError("protected server exited")
+            subprocess.run(["sleep", "0.1"], check=True)  # poll interval while it binds
+        else:
+            raise AssertionError("protected server did not start")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def server_toml(tmp: Path, url: str, oauth: str = "") -> Path:
+    path = tmp / "servers.toml"
+    path.write_text(f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
+                    f'[servers.prot]\nurl = "{url}"\nauth = "oauth"\nprefix = "p"\n'
+                    f'connect_timeout = 10\n\n[servers.prot.oauth]\n{oauth}\n')
+    return path
+
+
+def hub_cli(config: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "mcp_hub", *args, "-c", str(config)], cwd=ROOT,
+                          env=hub_env(), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def login(config: Path) -> tuple[str, str]:
+    """``mcp-hub login prot --no-browser``; follows the one URL it prints. (url, stderr)"""
+    proc = subprocess.Popen([PY, "-m", "mcp_hub", "login", "prot", "--no-browser",
+                             "--timeout", "30", "-c", str(config)], cwd=ROOT, env=hub_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), url
+    httpx2.get(url, follow_redirects=True, timeout=10)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out == "", "the URL is the only thing on stdout"
+    return url, err

@@ -1,0 +1,31 @@
+"""The official conformance suite's client scenarios, with the hub as the client under test.
+
+The hub is driven only through its CLI and a servers.toml
+(``tests/conformance/oauth_client.py``): ``mcp-hub login`` with the printed URL
+followed, then ``mcp-hub tools`` and ``mcp-hub call``. Every dated auth scenario,
+the draft ones, client credentials and the core scenarios must pass.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.conformance import client_run, run
+
+pytestmark = pytest.mark.node
+
+
+def test_every_client_scenario_passes_with_the_hub_as_client() -> None:
+    if not run.suite_available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("the conformance suite is not installed (make setup)")
+        pytest.skip("the conformance suite is not installed (make setup)")
+    scenarios = [*client_run.AUTH_SCENARIOS, *client_run.CORE_SCENARIOS]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(scenarios, pool.map(client_run.run_scenario, scenarios), strict=True))
+    failed = {name: r.reason for name, r in results.items() if r.status == "fail"}
+    assert not failed, failed
+    assert len(results) == 22

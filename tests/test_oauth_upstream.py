@@ -1,0 +1,163 @@
+"""The hub as an OAuth client of a protected upstream, with real parts only.
+
+A real authorization server (oauth2-mock-server from npm, with dynamic
+registration and revocable refresh tokens added through its hooks) and an MCP
+server built with the Python SDK's ``AuthSettings``/``TokenVerifier`` that checks
+every token's signature, issuer and expiry. ``mcp-hub login --no-browser`` is run
+as a person would, its one printed URL followed headlessly; a hub then lists and
+calls the upstream's tools.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import stat
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.types import TextContent
+
+from mcp_hub.config import load_config
+from mcp_hub.context import CallContext
+from mcp_hub.hub import Hub
+from mcp_hub.upstream.oauth.attach import token_store
+from tests.oauth_parts import auth_server, hub_cli, login, protected_server, server_toml
+
+pytestmark = pytest.mark.anyio
+
+
+def _text(result: object) -> str:
+    content = getattr(result, "content", [])
+    return " ".join(c.text for c in content if isinstance(c, TextContent))
+
+
+async def _call(hub: Hub) -> tuple[bool, str]:
+    result = await hub.call_tool("p_whoami", {}, CallContext(tool_name="p_whoami"))
+    return not result.is_error, _text(result)
+
+
+def _state(hub: Hub) -> str:
+    return next(u["state"] for u in hub.status()["upstreams"] if u["name"] == "prot")
+
+
+async def test_login_refresh_revoke_and_login_again(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.txt"
+    with auth_server(token_seconds=3) as auth, protected_server(auth.url, calls) as url:
+        config_path = server_toml(tmp_path, url)
+        # Before any login: needs_login, named by `mcp-hub check`, without a token request.
+        checked = hub_cli(config_path, "check")
+        assert checked.returncode == 1
+        assert "needs_login" in checked.stdout and "mcp-hub login prot" in checked.stdout
+        assert auth.token_requests() == 0
+
+        login(config_path)
+        stats = auth.stats()
+        assert stats["registrations"] == 1  # dynamic client registration
+        assert stats["token"] == {"authorization_code": 1}
+        assert all(r == url for r in stats["token_resource"])  # RFC 8707 resource sent
+        assert all(r == url for r in stats["authorize_resource"])
+
+        async with Hub(load_config(config_path), load_plugin_modules=False) as hub:
+            with anyio.fail_after(60):
+                await hub.wait_ready(20)
+                assert "p_whoami" in hub.registry.snapshot()
+                # Calls keep working across several refreshes of a 3-second token.
+                ok_calls = 0
+                while auth.stats()["token"].get("refresh_token", 0) < 3:
+                    ok, text = await _call(hub)
+                    assert ok, text
+                    assert text.startswith("sub=")
+                    ok_calls += 1
+                    await anyio.sleep(0.5)  # let the token age; the clock is the subject here
+                assert _state(hub) == "ready"
+
+                # Revoke every refresh token: the next refresh fails -> needs_login.
+                auth.revoke_refresh_tokens()
+                while _state(hub) != "needs_login":
+                    await _call(hub)
+                    await anyio.sleep(0.2)
+                after = auth.token_requests()
+                for _ in range(5):
+                    ok, text = await _call(hub)
+                    assert not ok
+                    assert "needs_login" in text or "mcp-hub login prot" in text, text
+                await anyio.sleep(2.5)  # longer than the login poll: still no token traffic
+                assert auth.token_requests() == after, "no retry storm after a refused refresh"
+                status = json.dumps(hub.status())
+                assert "mcp-hub login prot" in status
+
+                # A new login reaches the running hub without a restart.
+                await anyio.to_thread.run_sync(login, config_path)
+                while _state(hub) != "ready":
+                    await anyio.sleep(0.1)
+                ok, text = await _call(hub)
+                assert ok, text
+    assert ok_calls >= 3
+
+
+async def test_pre_registered_client_without_resource_param(tmp_path: Path) -> None:
+    with auth_server(token_seconds=60) as auth, \
+            protected_server(auth.url, tmp_path / "calls.txt") as url:
+        config_path = server_toml(tmp_path, url, 'client_id = "hub-preregistered"\n'
+                                                 "resource_param = false\n")
+        login(config_path)
+        stats = auth.stats()
+        assert stats["registrations"] == 0
+        assert stats["token_resource"] == [None]
+        assert stats["authorize_resource"] == [None]
+        called = hub_cli(config_path, "call", "p_whoami")
+        assert called.returncode == 0, called.stderr
+        assert "sub=" in called.stdout
+
+
+async def test_token_store_is_encrypted_and_logout_forgets(tmp_path: Path) -> None:
+    with auth_server(token_seconds=60) as auth, \
+            protected_server(auth.url, tmp_path / "calls.txt") as url:
+        config_path = server_toml(tmp_path, url)
+        login(config_path)
+        folder = tmp_path / "state" / "oauth"
+        key = folder / "secret.key"
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600
+        blobs = [p.read_bytes() for p in folder.glob("*.bin")]
+        assert len(blobs) >= 2  # the tokens and the registered client
+        for blob in blobs:
+            assert b"eyJ" not in blob and b"access_token" not in blob
+            assert b"refresh_token" not in blob and b"dcr-" not in blob
+        out = hub_cli(config_path, "logout", "prot")
+        assert out.returncode == 0 and "deleted" in out.stderr
+        checked = hub_cli(config_path, "check")
+        assert "needs_login" in checked.stdout
+
+
+async def test_tokens_never_reach_logs_status_or_metrics(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with auth_server(token_seconds=2) as auth, \
+            protected_server(auth.url, tmp_path / "calls.txt") as url:
+        config_path = server_toml(tmp_path, url)
+        login(config_path)
+        config = load_config(config_path)
+        store = token_store("prot", config.servers["prot"])
+        first = await store.get_tokens()
+        assert first is not None and first.refresh_token
+        seen = {first.access_token, first.refresh_token}  # rotated by every refresh
+        async with Hub(config, load_plugin_modules=False) as hub:
+            with anyio.fail_after(60):
+                await hub.wait_ready(20)
+                while auth.stats()["token"].get("refresh_token", 0) < 2:
+                    ok, text = await _call(hub)
+                    assert ok, text
+                    tokens = await store.get_tokens()
+                    assert tokens is not None and tokens.refresh_token
+                    seen |= {tokens.access_token, tokens.refresh_token}
+                    await anyio.sleep(0.5)  # let the token age
+                outputs = [caplog.text, json.dumps(hub.status()),
+                           hub.metrics.render(upstreams=hub.upstream_statuses(),
+                                              list_changed=hub.sessions.sent,
+                                              sessions=hub.sessions.count)]
+    assert len(seen) >= 4
+    for canary in seen:
+        for out in outputs:
+            assert canary not in out
