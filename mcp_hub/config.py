@@ -134,6 +134,10 @@ class HubSettings(_Model):
     path: list[str] = Field(default_factory=list)
     #: Whether the hub's own ``bin`` folder is appended to a stdio child's PATH.
     hub_bin_on_path: bool = True
+    #: How long a 2026-07-28 client's input round may wait for its retry (seconds).
+    input_round_ttl: float = Field(default=300.0, gt=0)
+    #: How many calls may wait on input rounds at once.
+    max_input_rounds: int = Field(default=1000, ge=1)
     http: HttpConfig = Field(default_factory=HttpConfig)
 
     @field_validator("path")

@@ -31,6 +31,7 @@ from mcp_hub.downstream.call_context import below_level
 from mcp_hub.downstream.open_calls import OpenCalls
 from mcp_hub.downstream.sessions import ChangeKind, SessionTracker
 from mcp_hub.drain import Drain
+from mcp_hub.eras.held import LocalHeldRounds
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.metrics import Metrics
 from mcp_hub.pipeline import handle_function_call
@@ -106,6 +107,9 @@ class Hub:
         self.roots = ClientRoots(self.sessions.connections, self._file_roots,
                                  self.upstreams.roots_changed)
         self.upstreams.roots_provider = self.roots.answer
+        #: Calls of 2026-07-28 clients waiting on input rounds (mcp_hub.eras.held).
+        self.rounds = LocalHeldRounds(ttl=config.hub.input_round_ttl,
+                                      max_rounds=config.hub.max_input_rounds)
         #: Resource subscriptions: uri -> connections that asked for it.
         self.resource_subscribers: dict[str, list[Any]] = {}
 
@@ -127,6 +131,7 @@ class Hub:
             tg = await stack.enter_async_context(anyio.create_task_group())
             self._tg = tg
             await tg.start(self.sessions.run)
+            await tg.start(self.rounds.run)
             await stack.enter_async_context(self.upstreams)
             stack.callback(tg.cancel_scope.cancel)
         except BaseException:

@@ -18,7 +18,8 @@ from mcp.server.subscriptions import ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller
-from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
+from mcp_hub.downstream.call_context import LOG_LEVELS, connection_of
+from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.visibility import CallerBus, remember_caller
 from mcp_hub.hub import Hub
@@ -102,14 +103,18 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         await _startup(hub)
         return types.ListToolsResult(tools=hub.list_tools(caller))
 
-    async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: Ctx, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         conn = _track(hub, ctx)
         # Hub.call_tool applies the start-up rules (no wait for a registered tool).
-        call = SessionCallContext(ctx, params.name, hub)
         # Over Streamable HTTP, a call whose answer cannot be delivered any more is
         # cancelled (mcp_hub.downstream.resume).
         with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
-            return await hub.call_tool(params.name, params.arguments, call, profile=caller)
+            return await run_with_rounds(
+                hub.rounds, ctx, params, method="tools/call", target=params.name, hub=hub,
+                invoke=lambda call: hub.call_tool(params.name, params.arguments, call,
+                                                  profile=caller))
         return types.CallToolResult(
             content=[types.TextContent(text="the client went away; the call was cancelled")],
             is_error=True)
@@ -119,11 +124,14 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         await _startup(hub)
         return types.ListPromptsResult(prompts=access.prompts(caller, hub.upstreams.list_prompts()))
 
-    async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        ctx: Ctx, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         await _startup(hub)
         access.check_prompt(caller, params.name)
-        call = SessionCallContext(ctx, params.name, hub)
-        return await hub.upstreams.get_prompt(params.name, params.arguments, call)
+        return await run_with_rounds(
+            hub.rounds, ctx, params, method="prompts/get", target=params.name, hub=hub,
+            invoke=lambda call: hub.upstreams.get_prompt(params.name, params.arguments, call))
 
     async def list_resources(
         ctx: Ctx, params: types.PaginatedRequestParams | None
@@ -141,11 +149,15 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
             resource_templates=access.templates(caller, hub.upstreams.list_resource_templates())
         )
 
-    async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx: Ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         await _startup(hub)
-        access.check_resource(caller, str(params.uri))
-        call = SessionCallContext(ctx, str(params.uri), hub)
-        return await hub.upstreams.read_resource(str(params.uri), call)
+        uri = str(params.uri)
+        access.check_resource(caller, uri)
+        return await run_with_rounds(
+            hub.rounds, ctx, params, method="resources/read", target=uri, hub=hub,
+            invoke=lambda call: hub.upstreams.read_resource(uri, call))
 
     async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = _track(hub, ctx)
@@ -224,6 +236,8 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.
+    # 2026-07-28 input rounds: requestState sealed and verified at the wire boundary.
+    install_state_boundary(server, hub.rounds.ttl)
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler(
         "notifications/initialized", types.NotificationParams, initialized

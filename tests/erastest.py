@@ -1,0 +1,83 @@
+"""Helpers for the protocol-era tests: the asking upstream, client callbacks, clients.
+
+Every client here is the SDK's high-level ``Client``: ``mode="legacy"`` is a
+2025 handshake-era client, ``mode="auto"`` negotiates 2026-07-28 with the hub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.hubtest import PY, ROOT, hub_env, http_hub
+
+ASKING = ["-m", "tests.fixtures_upstream.asking_server"]
+
+
+def asking_toml(name: str = "ask") -> str:
+    """A ``[servers.NAME]`` block running the asking fixture over stdio."""
+    return (f"[servers.{name}]\ncommand = \"{PY}\"\n"
+            f"args = {ASKING!r}\n".replace("'", '"') + f'cwd = "{ROOT}"\n')
+
+
+async def on_sampling(ctx: Any, params: types.CreateMessageRequestParams
+                      ) -> types.CreateMessageResult:
+    first = params.messages[0].content
+    text = first.text if isinstance(first, types.TextContent) else "?"
+    return types.CreateMessageResult(role="assistant", model="m1",
+                                     content=types.TextContent(text=f"echo:{text}"))
+
+
+async def on_elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    if isinstance(params, types.ElicitRequestURLParams):
+        return types.ElicitResult(action="accept")
+    return types.ElicitResult(action="accept", content={"answer": "bob"})
+
+
+async def on_roots(ctx: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/one", name="one")])
+
+
+CALLBACKS: dict[str, Any] = {
+    "sampling_callback": on_sampling,
+    "elicitation_callback": on_elicit,
+    "list_roots_callback": on_roots,
+}
+
+
+def direct_client(**kwargs: Any) -> Client:
+    """A 2025 client straight to the asking fixture (the reference results)."""
+    params = StdioServerParameters(command=PY, args=ASKING, cwd=str(ROOT), env=hub_env())
+    return Client(params, mode="legacy", **CALLBACKS, **kwargs)
+
+
+@asynccontextmanager
+async def hub_client(transport: str, mode: str, config: Path, tmp: Path,
+                     **kwargs: Any) -> AsyncIterator[Client]:
+    """The SDK ``Client`` in ``mode`` through a real hub process on ``transport``."""
+    options = {**CALLBACKS, **kwargs}
+    if transport == "http":
+        async with http_hub(config, tmp) as hub, Client(hub.mcp_url, mode=mode, **options) as c:
+            yield c
+        return
+    params = StdioServerParameters(
+        command=PY, args=["-m", "mcp_hub", "serve", "--config", str(config)],
+        cwd=str(ROOT), env=hub_env())
+    async with Client(params, mode=mode, **options) as client:
+        yield client
+
+
+def text_of(result: Any) -> str:
+    """The text of a tool result, prompt result or resource read."""
+    if isinstance(result, types.CallToolResult):
+        return "".join(b.text for b in result.content if isinstance(b, types.TextContent))
+    if isinstance(result, types.GetPromptResult):
+        return "".join(m.content.text for m in result.messages
+                       if isinstance(m.content, types.TextContent))
+    return "".join(c.text for c in result.contents if isinstance(c, types.TextResourceContents))
