@@ -46,7 +46,7 @@ def _tool(name: str, props: dict[str, Any] | None = None) -> types.Tool:
 TOOLS = {t.name: t for t in [
     _tool("sample", {"prompt": _STR}), _tool("elicit", {"message": _STR}),
     _tool("elicit_url", {"url": _STR}), _tool("roots"), _tool("two_rounds", {"tag": _STR}),
-    _tool("progress", {"steps": {"type": "integer"}}), _tool("slow", {"seconds": {"type": "number"}}),
+    _tool("progress", {"steps": {"type": "integer"}}), _tool("slow", {"seconds": {"type": "number"}, "report": {"type": "boolean"}}),
     _tool("ask_and_record", {"message": _STR}), _tool("events"), _tool("add_tool", {"name": _STR}),
 ]}
 
@@ -107,6 +107,8 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
             await ctx.session.report_progress(i, steps, f"step {i}")
         return _text(f"done {steps}")
     if name == "slow":
+        if args.get("report"):
+            await ctx.session.report_progress(0, 1, "started")
         try:
             await anyio.sleep(float(args.get("seconds", 30)))
         except anyio.get_cancelled_exc_class():
