@@ -454,7 +454,7 @@ class Hub:
         toolsets: dict[str, int] = {}
         for e in self.registry.snapshot().values():
             toolsets[e.toolset] = toolsets.get(e.toolset, 0) + 1
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"input_rounds": self.rounds.report()}
         pin_report = getattr(self.upstreams, "pin_report", None)
         if callable(pin_report):
             extra["pins"] = pin_report()

@@ -11,11 +11,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.hubtest import PY, ROOT, hub_env, http_hub
+from tests.fixtures_upstream import free_port, wait_port
+from tests.hubtest import PY, ROOT, http_hub, hub_env
 
 ASKING = ["-m", "tests.fixtures_upstream.asking_server"]
 
@@ -24,6 +26,22 @@ def asking_toml(name: str = "ask") -> str:
     """A ``[servers.NAME]`` block running the asking fixture over stdio."""
     return (f"[servers.{name}]\ncommand = \"{PY}\"\n"
             f"args = {ASKING!r}\n".replace("'", '"') + f'cwd = "{ROOT}"\n')
+
+
+@asynccontextmanager
+async def asking_over_http() -> AsyncIterator[str]:
+    """The asking fixture on Streamable HTTP; yields its ``[servers.ask]`` block."""
+    port = free_port()
+    proc = await anyio.open_process([PY, *ASKING, "--port", str(port)], cwd=ROOT)
+    try:
+        await wait_port(port, proc)
+        yield (f'[servers.ask]\nurl = "http://127.0.0.1:{port}/mcp"\n'
+               'transport = "http"\n')
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        with anyio.CancelScope(shield=True):
+            await proc.wait()
 
 
 async def on_sampling(ctx: Any, params: types.CreateMessageRequestParams

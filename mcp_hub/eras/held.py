@@ -153,6 +153,10 @@ class HeldRounds(Protocol):
 
     def __len__(self) -> int: ...
 
+    def report(self) -> dict[str, Any]:
+        """Counts for the status page: rounds alive, rounds expired, the limits."""
+        ...
+
 
 class LocalHeldRounds:
     """Rounds in this process: a task group for the calls and one expiry watcher."""
@@ -168,6 +172,10 @@ class LocalHeldRounds:
 
     def __len__(self) -> int:
         return len(self._rounds)
+
+    def report(self) -> dict[str, Any]:
+        return {"alive": len(self._rounds), "expired": self.expired, "ttl_seconds": self.ttl,
+                "max": self.max_rounds}
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
                   ) -> None:

@@ -123,6 +123,12 @@ async def open_transport(
         yield _AnswerMalformedResponses(name, read), write
 
 
+#: Every call in flight holds a connection for its response stream, and answering the
+#: upstream's question (sampling, elicitation) needs one more: httpx's default pool of
+#: 100 deadlocks at 100 waiting calls.
+UPSTREAM_HTTP_LIMITS = httpx2.Limits(max_connections=1024, max_keepalive_connections=100)
+
+
 @asynccontextmanager
 async def _http_streams(config: ServerConfig, probe: TransportProbe
                         ) -> AsyncIterator[tuple[Any, Any]]:
@@ -132,7 +138,8 @@ async def _http_streams(config: ServerConfig, probe: TransportProbe
         hooks: dict[str, list[Any]] = {"response": [probe.on_response]}
         if config.transport == "http":
             client = httpx2.AsyncClient(
-                headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks
+                headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks,
+                limits=UPSTREAM_HTTP_LIMITS,
             )
             await stack.enter_async_context(client)
             streams = await stack.enter_async_context(

@@ -17,11 +17,13 @@ related to the call that caused it. Tools:
 =================  ==========================================================
 
 Prompt ``ask_prompt`` elicits a name; resource ``ask://sampled`` samples.
+Runs on stdio, or on Streamable HTTP with ``--port N``.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 from typing import Any
 
@@ -46,7 +48,8 @@ def _tool(name: str, props: dict[str, Any] | None = None) -> types.Tool:
 TOOLS = {t.name: t for t in [
     _tool("sample", {"prompt": _STR}), _tool("elicit", {"message": _STR}),
     _tool("elicit_url", {"url": _STR}), _tool("roots"), _tool("two_rounds", {"tag": _STR}),
-    _tool("progress", {"steps": {"type": "integer"}}), _tool("slow", {"seconds": {"type": "number"}, "report": {"type": "boolean"}}),
+    _tool("progress", {"steps": {"type": "integer"}}),
+    _tool("slow", {"seconds": {"type": "number"}, "report": {"type": "boolean"}}),
     _tool("ask_and_record", {"message": _STR}), _tool("events"), _tool("add_tool", {"name": _STR}),
 ]}
 
@@ -182,5 +185,15 @@ async def main() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+def serve_http(port: int) -> None:
+    """Streamable HTTP on ``127.0.0.1:port/mcp`` (questions are routed per request there)."""
+    import uvicorn
+    uvicorn.run(build().streamable_http_app(host="127.0.0.1"), host="127.0.0.1", port=port,
+                log_level="warning")
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if len(sys.argv) == 3 and sys.argv[1] == "--port":
+        serve_http(int(sys.argv[2]))
+    else:
+        anyio.run(main)
