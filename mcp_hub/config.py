@@ -168,6 +168,8 @@ class ServerConfig(_Model):
     timeout: float = Field(default=120.0, gt=0)
     connect_timeout: float = Field(default=30.0, gt=0)
     keepalive_interval: float = Field(default=30.0, ge=0)
+    #: The era spoken to this upstream: handshake (2025), discovery (2026), or discover-then-fall-back.
+    protocol: Literal["auto", "2025", "2026"] = "2025"
     max_call_seconds: float = Field(default=600.0, gt=0)
     #: Largest single message accepted from a stdio server; a bigger answer fails its request.
     max_message_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)

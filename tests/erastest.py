@@ -20,12 +20,26 @@ from tests.fixtures_upstream import free_port, wait_port
 from tests.hubtest import PY, ROOT, http_hub, hub_env
 
 ASKING = ["-m", "tests.fixtures_upstream.asking_server"]
+MODERN = ["-m", "tests.fixtures_upstream.modern_server"]
 
 
 def asking_toml(name: str = "ask") -> str:
     """A ``[servers.NAME]`` block running the asking fixture over stdio."""
     return (f"[servers.{name}]\ncommand = \"{PY}\"\n"
             f"args = {ASKING!r}\n".replace("'", '"') + f'cwd = "{ROOT}"\n')
+
+
+def modern_toml(name: str = "mod", protocol: str = "2026") -> str:
+    """A ``[servers.NAME]`` block running the 2026-07-28-only fixture over stdio."""
+    return (f"[servers.{name}]\ncommand = \"{PY}\"\n"
+            f"args = {MODERN!r}\n".replace("'", '"') + f'cwd = "{ROOT}"\n'
+            f'protocol = "{protocol}"\n')
+
+
+def direct_modern_client(**kwargs: Any) -> Client:
+    """A 2026-07-28 client straight to the modern fixture (the reference results)."""
+    params = StdioServerParameters(command=PY, args=MODERN, cwd=str(ROOT), env=hub_env())
+    return Client(params, mode="auto", **CALLBACKS, **kwargs)
 
 
 @asynccontextmanager

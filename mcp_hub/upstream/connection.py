@@ -56,6 +56,7 @@ from mcp_hub.naming import exposed_name
 from mcp_hub.pins import PinStore
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description, clean_tool_definition
+from mcp_hub.upstream.modern import keepalive_request, open_session, send_resolving_rounds
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import (
     INVALID_RESPONSE,
@@ -467,9 +468,9 @@ class ServerConnection:
                     ),
                 )
                 await stack.enter_async_context(session)
-                result = await session.initialize()
-                self.server_info = result.server_info
-                self.capabilities = result.capabilities
+                # Handshake or discovery, per [servers.NAME] protocol (mcp_hub.upstream.modern).
+                self.server_info, self.capabilities = await open_session(
+                    session, self.config.protocol)
                 await self._sync(session, {"tools", "prompts", "resources"}, initial=True)
                 await self._restore_session_state(session)
                 connect_scope.deadline = math.inf
@@ -569,7 +570,8 @@ class ServerConnection:
         while True:
             await anyio.sleep(interval)
             try:
-                await session.send_request(types.PingRequest(), types.EmptyResult,
+                probe, answer = keepalive_request(session)
+                await session.send_request(probe, answer,
                                            request_read_timeout_seconds=ping_timeout)
             except MCPError as exc:
                 if self._is_fatal(exc):
@@ -945,8 +947,10 @@ class ServerConnection:
                 deadline=min(anyio.current_time() + call_timeout, hard_deadline)
             ) as scope:
                 record.scope = scope
-                result = await session.send_request(request, result_type,
-                                                    progress_callback=on_progress)
+                # A 2026-07-28 upstream's input rounds are resolved through ``call``.
+                result: ResultT = await send_resolving_rounds(
+                    session, request, result_type, call, record.paused,
+                    progress_callback=on_progress)
             if scope.cancelled_caught:
                 raise TimeoutError
             return result

@@ -17,7 +17,8 @@ related to the call that caused it. Tools:
 =================  ==========================================================
 
 Prompt ``ask_prompt`` elicits a name; resource ``ask://sampled`` samples.
-Runs on stdio, or on Streamable HTTP with ``--port N``.
+Runs on stdio, or on Streamable HTTP with ``--port N``. Like a server that predates
+2026-07-28, it answers ``server/discover`` with "method not found".
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
@@ -171,11 +173,20 @@ class AskingServer(Server[Any]):
             experimental_capabilities, extensions)
 
 
+async def handshake_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Answer ``server/discover`` like a server that predates it: method not found."""
+    if ctx.method == "server/discover":
+        raise MCPError(types.METHOD_NOT_FOUND, "Method not found")
+    return await call_next(ctx)
+
+
 def build() -> AskingServer:
-    return AskingServer(
+    server = AskingServer(
         "asking", on_call_tool=call_tool, on_list_tools=list_tools,
         on_list_prompts=list_prompts, on_get_prompt=get_prompt,
         on_list_resources=list_resources, on_read_resource=read_resource)
+    server.middleware.append(handshake_only)
+    return server
 
 
 async def main() -> None:
