@@ -113,3 +113,18 @@ def text_of(result: Any) -> str:
         return "".join(m.content.text for m in result.messages
                        if isinstance(m.content, types.TextContent))
     return "".join(c.text for c in result.contents if isinstance(c, types.TextResourceContents))
+
+
+async def list_changed_arrives(client: Client, legacy: bool, prefix: str, name: str) -> None:
+    """Add a tool upstream; the client hears of it (listen, or a session notification)."""
+    if not legacy:
+        async with client.listen(tools_list_changed=True) as sub:
+            await client.call_tool(prefix + "add_tool", {"name": name})
+            async for _event in sub:
+                tools = await client.list_tools(cache_mode="refresh")
+                if prefix + name in {t.name for t in tools.tools}:
+                    return
+        raise AssertionError("the listen stream ended without the new tool")
+    await client.call_tool(prefix + "add_tool", {"name": name})
+    while prefix + name not in {t.name for t in (await client.list_tools()).tools}:
+        await anyio.sleep(0.05)

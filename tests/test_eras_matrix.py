@@ -18,7 +18,7 @@ import mcp_types as types
 import pytest
 from mcp.client.client import Client
 
-from tests.erastest import asking_toml, direct_client, hub_client, text_of
+from tests.erastest import asking_toml, direct_client, hub_client, list_changed_arrives, text_of
 from tests.hubtest import write_config
 
 pytestmark = pytest.mark.anyio
@@ -78,20 +78,6 @@ async def _cancel_reaches_upstream(client: Client) -> None:
         await anyio.sleep(0.05)
 
 
-async def _list_changed_arrives(client: Client, legacy: bool, name: str) -> None:
-    if not legacy:
-        async with client.listen(tools_list_changed=True) as sub:
-            await client.call_tool("ask_add_tool", {"name": name})
-            async for _event in sub:
-                tools = await client.list_tools(cache_mode="refresh")
-                if f"ask_{name}" in {t.name for t in tools.tools}:
-                    return
-        raise AssertionError("the listen stream ended without the new tool")
-    await client.call_tool("ask_add_tool", {"name": name})
-    while f"ask_{name}" not in {t.name for t in (await client.list_tools()).tools}:
-        await anyio.sleep(0.05)
-
-
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_each_era_and_transport_gets_what_a_2025_client_gets_directly(
@@ -115,4 +101,4 @@ async def test_each_era_and_transport_gets_what_a_2025_client_gets_directly(
             assert got["two_rounds"] == "sampled[m1]: echo:t:bob"
             assert got["progress_seen"] == "[1.0, 2.0, 3.0]"
             await _cancel_reaches_upstream(client)
-            await _list_changed_arrives(client, mode == "legacy", f"late_{transport}")
+            await list_changed_arrives(client, mode == "legacy", "ask_", f"late_{transport}")

@@ -21,6 +21,7 @@ from mcp.client.client import Client
 from tests.erastest import (
     direct_modern_client,
     hub_client,
+    list_changed_arrives,
     modern_toml,
     text_of,
 )
@@ -85,6 +86,7 @@ async def test_a_modern_only_upstream_serves_both_eras_like_it_serves_a_modern_c
             assert got["two_rounds"] == "sampled[m1]: echo:t:bob"
             assert got["progress_seen"] == "[1.0, 2.0, 3.0]"
             await _cancel_reaches_upstream(client, "mod_")
+            await list_changed_arrives(client, mode == "legacy", "mod_", f"late_{transport}")
 
 
 async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path) -> None:

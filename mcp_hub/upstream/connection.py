@@ -56,7 +56,12 @@ from mcp_hub.naming import exposed_name
 from mcp_hub.pins import PinStore
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description, clean_tool_definition
-from mcp_hub.upstream.modern import keepalive_request, open_session, send_resolving_rounds
+from mcp_hub.upstream.modern import (
+    follow_changes,
+    keepalive_request,
+    open_session,
+    send_resolving_rounds,
+)
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import (
     INVALID_RESPONSE,
@@ -485,6 +490,7 @@ class ServerConnection:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._keepalive, session)
                     tg.start_soon(self._refresh_loop, session)
+                    tg.start_soon(follow_changes, session, self.request_refresh)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
                 # Tools leave now, not after the transport has finished closing.

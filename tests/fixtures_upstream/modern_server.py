@@ -7,7 +7,8 @@ state, answered by the client re-sending the call:
 
 ``sample {prompt}``, ``elicit {message}``, ``roots``, ``two_rounds {tag}``
 (an elicitation round, then a sampling round using its answer),
-``progress {steps}``, ``slow {seconds, report?}``, ``events``.
+``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name}``,
+announced on ``subscriptions/listen``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
 EVENTS: list[str] = []
@@ -35,8 +37,9 @@ TOOLS = [
     _tool("sample", {"prompt": _STR}), _tool("elicit", {"message": _STR}), _tool("roots"),
     _tool("two_rounds", {"tag": _STR}), _tool("progress", {"steps": {"type": "integer"}}),
     _tool("slow", {"seconds": {"type": "number"}, "report": {"type": "boolean"}}),
-    _tool("events"),
+    _tool("events"), _tool("add_tool", {"name": _STR}),
 ]
+BUS = InMemorySubscriptionBus()
 
 
 def _text(text: str) -> types.CallToolResult:
@@ -118,6 +121,10 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         return _text("slept")
     if name == "events":
         return _text("\n".join(EVENTS))
+    if name == "add_tool":
+        TOOLS.append(_tool(str(args["name"])))
+        await BUS.publish(ToolsListChanged())
+        return _text("added")
     raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
 
 
@@ -134,7 +141,8 @@ async def modern_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) 
 
 
 def build() -> Server[Any]:
-    server: Server[Any] = Server("modern", on_call_tool=call_tool, on_list_tools=list_tools)
+    server: Server[Any] = Server("modern", on_call_tool=call_tool, on_list_tools=list_tools,
+                                 on_subscriptions_listen=ListenHandler(BUS))
     server.middleware.append(modern_only)
     return server
 
