@@ -43,14 +43,15 @@ def direct_modern_client(**kwargs: Any) -> Client:
 
 
 @asynccontextmanager
-async def asking_over_http() -> AsyncIterator[str]:
-    """The asking fixture on Streamable HTTP; yields its ``[servers.ask]`` block."""
+async def asking_over_http(fixture: list[str] = ASKING, name: str = "ask", extra: str = ""
+                           ) -> AsyncIterator[str]:
+    """A fixture on Streamable HTTP; yields its ``[servers.NAME]`` block."""
     port = free_port()
-    proc = await anyio.open_process([PY, *ASKING, "--port", str(port)], cwd=ROOT)
+    proc = await anyio.open_process([PY, *fixture, "--port", str(port)], cwd=ROOT)
     try:
         await wait_port(port, proc)
-        yield (f'[servers.ask]\nurl = "http://127.0.0.1:{port}/mcp"\n'
-               'transport = "http"\n')
+        yield (f'[servers.{name}]\nurl = "http://127.0.0.1:{port}/mcp"\n'
+               f'transport = "http"\n{extra}')
     finally:
         if proc.returncode is None:
             proc.kill()

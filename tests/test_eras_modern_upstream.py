@@ -10,6 +10,7 @@ must equal what a 2026-07-28 client gets from the upstream directly.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ import pytest
 from mcp.client.client import Client
 
 from tests.erastest import (
+    MODERN,
+    asking_over_http,
     direct_modern_client,
     hub_client,
     list_changed_arrives,
@@ -128,3 +131,19 @@ async def test_auto_discovers_a_modern_upstream_and_falls_back_for_a_2025_one(
             sampled = await client.call_tool("ev_trigger-sampling-request",
                                              {"prompt": "Say hi to the hub", "maxTokens": 7})
             assert "Say hi to the hub" in text_of(sampled) and '"model": "m1"' in text_of(sampled)
+
+
+async def test_requests_to_a_modern_http_upstream_carry_mcp_method_and_name(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(90):
+        async with asking_over_http(MODERN, "mod", 'protocol = "2026"\n') as block:
+            config = write_config(tmp_path, block)
+            async with hub_client("http", "auto", config, tmp_path) as client:
+                assert text_of(await client.call_tool("mod_two_rounds", {"tag": "t"})) == (
+                    "sampled[m1]: echo:t:bob")
+                seen = json.loads(text_of(await client.call_tool("mod_headers", {})))
+    # The first call and both of its retries name the method and the tool.
+    assert seen.count(["tools/call", "two_rounds"]) == 3
+    assert ["tools/list", None] in seen
+    assert ["server/discover", None] in seen

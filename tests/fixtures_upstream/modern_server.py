@@ -8,12 +8,15 @@ state, answered by the client re-sending the call:
 ``sample {prompt}``, ``elicit {message}``, ``roots``, ``two_rounds {tag}``
 (an elicitation round, then a sampling round using its answer),
 ``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name}``,
-announced on ``subscriptions/listen``.
+announced on ``subscriptions/listen``. Runs on stdio, or on Streamable HTTP with
+``--port N``, where ``headers`` returns the ``Mcp-Method``/``Mcp-Name`` headers of
+every request it received.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import anyio
@@ -37,8 +40,10 @@ TOOLS = [
     _tool("sample", {"prompt": _STR}), _tool("elicit", {"message": _STR}), _tool("roots"),
     _tool("two_rounds", {"tag": _STR}), _tool("progress", {"steps": {"type": "integer"}}),
     _tool("slow", {"seconds": {"type": "number"}, "report": {"type": "boolean"}}),
-    _tool("events"), _tool("add_tool", {"name": _STR}),
+    _tool("events"), _tool("add_tool", {"name": _STR}), _tool("headers"),
 ]
+#: (Mcp-Method, Mcp-Name) of every HTTP request this server received.
+HEADERS: list[list[str | None]] = []
 BUS = InMemorySubscriptionBus()
 
 
@@ -121,6 +126,8 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         return _text("slept")
     if name == "events":
         return _text("\n".join(EVENTS))
+    if name == "headers":
+        return _text(json.dumps(HEADERS))
     if name == "add_tool":
         TOOLS.append(_tool(str(args["name"])))
         await BUS.publish(ToolsListChanged())
@@ -154,5 +161,22 @@ async def main() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+def serve_http(port: int) -> None:
+    """Streamable HTTP on ``127.0.0.1:port/mcp``, recording each request's Mcp-* headers."""
+    import uvicorn
+    app = build().streamable_http_app(host="127.0.0.1")
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            HEADERS.append([headers.get("mcp-method"), headers.get("mcp-name")])
+        await app(scope, receive, send)
+
+    uvicorn.run(recording, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if len(sys.argv) == 3 and sys.argv[1] == "--port":
+        serve_http(int(sys.argv[2]))
+    else:
+        anyio.run(main)
