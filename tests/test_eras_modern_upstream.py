@@ -18,6 +18,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.client.client import Client
+from mcp.shared.exceptions import MCPError
 
 from tests.erastest import (
     MODERN,
@@ -100,7 +101,8 @@ async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path
                                                    allow_input_required=True)
             assert isinstance(first, types.InputRequiredResult)
             state = first.request_state or ""
-            assert state.startswith("v1.") and "r1" not in state
+            # The hub's sealed token, not the upstream's plain "r1".
+            assert state.startswith("v1.") and len(state) > 40
             answers: dict[str, Any] = {
                 k: types.ElicitResult(action="accept", content={"answer": "ann"})
                 for k in first.input_requests or {}}
@@ -108,9 +110,16 @@ async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path
                 "mod_two_rounds", {"tag": "t"}, input_responses=answers,
                 request_state=state, allow_input_required=True)
             assert isinstance(second, types.InputRequiredResult)
-            assert second.request_state != state and "r2" not in (second.request_state or "")
+            assert (second.request_state or "").startswith("v1.")
+            assert second.request_state != state
             [ask] = (second.input_requests or {}).values()
             assert ask.method == "sampling/createMessage"
+            # The upstream's own state is no key to the hub's rounds.
+            with pytest.raises(MCPError) as raw:
+                await client.session.call_tool("mod_two_rounds", {"tag": "t"},
+                                               request_state="r2:ann",
+                                               allow_input_required=True)
+            assert raw.value.error.message == "Invalid or expired requestState"
 
 
 @pytest.mark.skipif(not EVERYTHING.exists(), reason="Node packages not installed (make setup)")
