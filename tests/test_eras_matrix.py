@@ -45,6 +45,14 @@ async def _answers(client: Client, prefix: str) -> dict[str, str]:
     out["progress"] = text_of(await client.call_tool(prefix + "progress", {"steps": 3},
                                                      progress_callback=progress))
     out["progress_seen"] = repr(seen)
+    between: list[float] = []
+
+    async def progress_between(value: float, total: float | None, message: str | None) -> None:
+        between.append(value)
+
+    # Progress sent between two questions reaches the client (on the retry's request).
+    await client.call_tool(prefix + "two_rounds", {"tag": "p"}, progress_callback=progress_between)
+    out["progress_between_rounds"] = repr(between)
     out["prompt"] = text_of(await client.get_prompt(prefix + "ask_prompt"
                                                     if prefix else "ask_prompt"))
     out["resource"] = text_of(await client.read_resource("ask://sampled"))
@@ -100,5 +108,6 @@ async def test_each_era_and_transport_gets_what_a_2025_client_gets_directly(
             assert got["roots"] == '["file:///tmp/one"]'
             assert got["two_rounds"] == "sampled[m1]: echo:t:bob"
             assert got["progress_seen"] == "[1.0, 2.0, 3.0]"
+            assert got["progress_between_rounds"] == "[1.0]"
             await _cancel_reaches_upstream(client)
             await list_changed_arrives(client, mode == "legacy", "ask_", f"late_{transport}")

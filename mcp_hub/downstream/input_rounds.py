@@ -109,8 +109,9 @@ class RoundCallContext(SessionCallContext):
         self.attached = True
 
     def attach(self, ctx: Ctx) -> None:
+        """Relay to ``ctx`` from now on: the request that is waiting on the round."""
         meta = ctx.meta
-        self._ctx = ctx
+        self._downstream = SessionCallContext(ctx, self.tool_name, self.hub)._downstream
         self.request_id = ctx.request_id
         self.progress_token = meta.get("progress_token") if meta else None
         self.attached = True

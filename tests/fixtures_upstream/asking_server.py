@@ -105,6 +105,7 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     if name == "two_rounds":
         first = await _elicit(ctx, f"name for {args['tag']}?")
         answer = (first.content or {}).get("answer", "")
+        await ctx.session.report_progress(1, 2, "asked once")
         return _text(await _sample(ctx, f"{args['tag']}:{answer}"))
     if name == "progress":
         steps = int(args.get("steps", 3))
