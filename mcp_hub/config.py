@@ -151,6 +151,10 @@ class HubSettings(_Model):
     path: list[str] = Field(default_factory=list)
     #: Whether the hub's own ``bin`` folder is appended to a stdio child's PATH.
     hub_bin_on_path: bool = True
+    #: How long a 2026-07-28 client's input round may wait for its retry (seconds).
+    input_round_ttl: float = Field(default=300.0, gt=0)
+    #: How many calls may wait on input rounds at once.
+    max_input_rounds: int = Field(default=1000, ge=1)
     http: HttpConfig = Field(default_factory=HttpConfig)
 
     @field_validator("path")
@@ -181,6 +185,8 @@ class ServerConfig(_Model):
     timeout: float = Field(default=120.0, gt=0)
     connect_timeout: float = Field(default=30.0, gt=0)
     keepalive_interval: float = Field(default=30.0, ge=0)
+    #: The era spoken to this upstream: handshake (2025), discovery (2026), or discover-then-fall-back.
+    protocol: Literal["auto", "2025", "2026"] = "2025"
     max_call_seconds: float = Field(default=600.0, gt=0)
     #: Largest single message accepted from a stdio server; a bigger answer fails its request.
     max_message_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)

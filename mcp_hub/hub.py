@@ -30,6 +30,7 @@ from mcp_hub.context import CallContext
 from mcp_hub.diagnosis import rejected_tools
 from mcp_hub.discovery import discover_builtin_tools
 from mcp_hub.drain import Drain
+from mcp_hub.eras.held import LocalHeldRounds
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.hub_serving import ServingMixin
 from mcp_hub.log_levels import below_level, client_log_level
@@ -125,6 +126,9 @@ class Hub(ServingMixin):
         self.roots = ClientRoots(self.sessions.connections, self._file_roots,
                                  self.upstreams.roots_changed)
         self.upstreams.roots_provider = self.roots.answer
+        #: Calls of 2026-07-28 clients waiting on input rounds (mcp_hub.eras.held).
+        self.rounds = LocalHeldRounds(ttl=config.hub.input_round_ttl,
+                                      max_rounds=config.hub.max_input_rounds)
         #: Resource subscriptions: uri -> connections that asked for it (see ServingMixin).
         self.resource_subscribers: dict[str, list[Any]] = {}
         #: State shared with other replicas ([state] url; embedded without one).
@@ -149,6 +153,7 @@ class Hub(ServingMixin):
             self._tg = tg
             await tg.start(self.sessions.run)
             await stack.enter_async_context(self.state.running())
+            await tg.start(self.rounds.run)
             await stack.enter_async_context(self.upstreams)
             stack.callback(tg.cancel_scope.cancel)
         except BaseException:
@@ -477,7 +482,7 @@ class Hub(ServingMixin):
         toolsets: dict[str, int] = {}
         for e in self.registry.snapshot().values():
             toolsets[e.toolset] = toolsets.get(e.toolset, 0) + 1
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"input_rounds": self.rounds.report()}
         pin_report = getattr(self.upstreams, "pin_report", None)
         if callable(pin_report):
             extra["pins"] = pin_report()

@@ -18,6 +18,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_hub.access import Caller, remember_caller
 from mcp_hub.downstream.call_context import SessionCallContext, connection_of
 from mcp_hub.downstream.identity import caller_for
+from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.replica_sessions import remember_level, remember_subscription
 from mcp_hub.downstream.visibility import CallerListen, ToolsDigest
@@ -81,15 +82,20 @@ class _Handlers:
         await self.hub.wait_lists()
         return types.ListToolsResult(tools=self.hub.list_tools(self.who(ctx)))
 
-    async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        self, ctx: Ctx, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         hub = self.hub
         conn = _track(hub, ctx, self.who(ctx))
         # Hub.call_tool applies the start-up rules (no wait for a registered tool).
-        call = SessionCallContext(ctx, params.name, hub)
         # Over Streamable HTTP, a call whose answer cannot be delivered any more is
-        # cancelled (mcp_hub.downstream.resume).
+        # cancelled (mcp_hub.downstream.resume). A 2026-07-28 client's call may span
+        # input rounds (mcp_hub.downstream.input_rounds).
         with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
-            return await hub.call_tool(params.name, params.arguments, call, profile=self.who(ctx))
+            return await run_with_rounds(
+                hub.rounds, ctx, params, method="tools/call", target=params.name, hub=hub,
+                invoke=lambda call: hub.call_tool(params.name, params.arguments, call,
+                                                  profile=self.who(ctx)))
         return types.CallToolResult(
             content=[types.TextContent(text="the client went away; the call was cancelled")],
             is_error=True)
@@ -98,9 +104,13 @@ class _Handlers:
         _track(self.hub, ctx, self.who(ctx))
         return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.who(ctx)))
 
-    async def get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        call = SessionCallContext(ctx, params.name, self.hub)
-        return await self.hub.get_prompt(self.who(ctx), params.name, params.arguments, call)
+    async def get_prompt(
+        self, ctx: Ctx, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        return await run_with_rounds(
+            self.hub.rounds, ctx, params, method="prompts/get", target=params.name, hub=self.hub,
+            invoke=lambda call: self.hub.get_prompt(self.who(ctx), params.name, params.arguments,
+                                                    call))
 
     async def list_resources(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
@@ -114,9 +124,13 @@ class _Handlers:
         return types.ListResourceTemplatesResult(
             resource_templates=await self.hub.list_resource_templates(self.who(ctx)))
 
-    async def read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(
+        self, ctx: Ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         uri = str(params.uri)
-        return await self.hub.read_resource(self.who(ctx), uri, SessionCallContext(ctx, uri, self.hub))
+        return await run_with_rounds(
+            self.hub.rounds, ctx, params, method="resources/read", target=uri, hub=self.hub,
+            invoke=lambda call: self.hub.read_resource(self.who(ctx), uri, call))
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = _track(self.hub, ctx, self.who(ctx))
@@ -188,6 +202,8 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.
+    # 2026-07-28 input rounds: requestState sealed and verified at the wire boundary.
+    install_state_boundary(server, hub.rounds.ttl)
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, h.set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
     server.add_notification_handler(

@@ -27,6 +27,7 @@ from mcp_hub.redact import redact
 from mcp_hub.telemetry import client_span, progress_event
 from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState
 from mcp_hub.upstream.failures import CallLost, validation_summary
+from mcp_hub.upstream.modern import send_resolving_rounds
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import INVALID_RESPONSE
 
@@ -206,8 +207,10 @@ class CallsMixin(ConnectionState):
                 deadline=min(anyio.current_time() + call_timeout, hard_deadline)
             ) as scope, client_span(call, self.name, request, self.config.transport) as traced:
                 record.scope = scope
-                result = await session.send_request(request, result_type,
-                                                    progress_callback=on_progress)
+                # A 2026-07-28 upstream's input rounds are resolved through ``call``.
+                result: ResultT = await send_resolving_rounds(
+                    session, request, result_type, call, record.paused,
+                    progress_callback=on_progress)
                 traced.done(result)
             if scope.cancelled_caught:
                 raise TimeoutError

@@ -56,6 +56,7 @@ from mcp_hub.upstream.conn_state import (
 from mcp_hub.upstream.failures import classify_connect_failure, error_text
 from mcp_hub.upstream.oauth.attach import wait_for_login
 from mcp_hub.upstream.oauth.errors import NeedsLogin
+from mcp_hub.upstream.modern import follow_changes, keepalive_request, open_session
 from mcp_hub.upstream.relays import RelaysMixin
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import ConnectFailure, TransportProbe, open_transport
@@ -172,9 +173,9 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                     ),
                 )
                 await stack.enter_async_context(session)
-                result = await session.initialize()
-                self.server_info = result.server_info
-                self.capabilities = result.capabilities
+                # Handshake or discovery, per [servers.NAME] protocol (mcp_hub.upstream.modern).
+                self.server_info, self.capabilities = await open_session(
+                    session, self.config.protocol)
                 await self._sync(session, {"tools", "prompts", "resources"}, initial=True)
                 await self._restore_session_state(session)
                 connect_scope.deadline = math.inf
@@ -189,6 +190,7 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._keepalive, session)
                     tg.start_soon(self._refresh_loop, session)
+                    tg.start_soon(follow_changes, session, self.request_refresh)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
                 # Tools leave now, not after the transport has finished closing.
@@ -268,7 +270,8 @@ class ServerConnection(CatalogMixin, RelaysMixin):
         while True:
             await anyio.sleep(interval)
             try:
-                await session.send_request(types.PingRequest(), types.EmptyResult,
+                probe, answer = keepalive_request(session)
+                await session.send_request(probe, answer,
                                            request_read_timeout_seconds=ping_timeout)
             except MCPError as exc:
                 if self._is_fatal(exc):

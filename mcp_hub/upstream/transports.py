@@ -140,6 +140,10 @@ def _oauth(name: str, config: ServerConfig, probe: TransportProbe,
         on_eof(f"needs login ({reason}): {login_hint(name)}")
 
     return hub_auth(name, config, needs_login)
+#: Every call in flight holds a connection for its response stream, and answering the
+#: upstream's question (sampling, elicitation) needs one more: httpx's default pool of
+#: 100 deadlocks at 100 waiting calls.
+UPSTREAM_HTTP_LIMITS = httpx2.Limits(max_connections=1024, max_keepalive_connections=100)
 
 
 @asynccontextmanager
@@ -154,6 +158,7 @@ async def _http_streams(config: ServerConfig, probe: TransportProbe,
             client = httpx2.AsyncClient(
                 headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks,
                 auth=auth,
+                limits=UPSTREAM_HTTP_LIMITS,
             )
             await stack.enter_async_context(client)
             streams = await stack.enter_async_context(

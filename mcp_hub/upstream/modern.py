@@ -1,0 +1,166 @@
+"""2026-07-28 upstreams: discovery instead of the handshake, and input-required rounds.
+
+``[servers.NAME] protocol`` picks the era the hub speaks to an upstream:
+
+- ``"2025"`` (default): the ``initialize`` handshake, as always.
+- ``"2026"``: ``server/discover`` and no handshake; the connection fails if the
+  upstream does not speak 2026-07-28.
+- ``"auto"``: ``server/discover`` first, ``initialize`` when the upstream does
+  not answer it (the SDK's ``mode="auto"`` policy).
+
+On a 2026-07-28 session a ``tools/call``, ``prompts/get`` or ``resources/read``
+may come back as an ``InputRequiredResult``. The hub resolves every round
+itself: each embedded request goes to the call's
+:class:`~mcp_hub.context.CallContext` — a real server-initiated request for a
+2025 client, a hub-held input round for a 2026-07-28 client (under the hub's
+own sealed state) — and the call is re-sent with the answers and the
+upstream's state. The upstream's state never leaves the hub.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import anyio
+from mcp.client._input_required import run_input_required_driver
+from mcp.client._probe import negotiate_auto
+from mcp.client.session import ClientSession
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import PromptsListChanged, ToolsListChanged
+from mcp.types import (
+    CallToolRequest,
+    CallToolResult,
+    DiscoverRequest,
+    DiscoverResult,
+    EmptyResult,
+    ErrorData,
+    GetPromptRequest,
+    GetPromptResult,
+    Implementation,
+    InputRequest,
+    InputRequiredResult,
+    InputResponse,
+    InputResponses,
+    PingRequest,
+    ReadResourceRequest,
+    ReadResourceResult,
+    ServerCapabilities,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
+
+from mcp_hub.context import CallContext
+
+__all__ = [
+    "Protocol", "follow_changes", "is_modern", "keepalive_request", "open_session",
+    "send_resolving_rounds",
+]
+
+Protocol = Literal["auto", "2025", "2026"]
+Kind = Literal["tools", "prompts", "resources"]
+#: Rounds one upstream call may take before the hub gives up on it.
+MAX_UPSTREAM_ROUNDS = 10
+#: Pause before re-opening a dropped ``subscriptions/listen`` stream.
+LISTEN_RETRY_SECONDS = 1.0
+_KINDS: dict[type[Any], Kind] = {ToolsListChanged: "tools", PromptsListChanged: "prompts"}
+logger = logging.getLogger("mcp_hub.upstream")
+_ALL_KINDS: tuple[Kind, ...] = ("tools", "prompts", "resources")
+
+
+def is_modern(session: ClientSession) -> bool:
+    return session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+async def open_session(session: ClientSession, protocol: Protocol
+                       ) -> tuple[Implementation | None, ServerCapabilities | None]:
+    """Handshake or discovery per ``protocol``; the upstream's identity and capabilities."""
+    if protocol == "2025":
+        result = await session.initialize()
+        return result.server_info, result.capabilities
+    if protocol == "2026":
+        await session.discover()
+    else:
+        await negotiate_auto(session)
+    return session.server_info, session.server_capabilities
+
+
+def keepalive_request(session: ClientSession) -> tuple[Any, type[Any]]:
+    """``ping`` on a handshake session; ``server/discover`` where ping no longer exists."""
+    if is_modern(session):
+        return DiscoverRequest(), DiscoverResult
+    return PingRequest(), EmptyResult
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {
+    CallToolRequest: TypeAdapter(CallToolResult | InputRequiredResult),
+    GetPromptRequest: TypeAdapter(GetPromptResult | InputRequiredResult),
+    ReadResourceRequest: TypeAdapter(ReadResourceResult | InputRequiredResult),
+}
+
+
+async def follow_changes(session: ClientSession, refresh: Callable[[Kind], None]) -> None:
+    """On a 2026-07-28 session, list changes arrive on ``subscriptions/listen``; follow them.
+
+    A dropped stream is re-opened after a pause, and every list is refreshed then
+    (a listen stream does not replay what was missed).
+    """
+    if not is_modern(session):
+        return
+    while True:
+        try:
+            async with listen(session, tools_list_changed=True, prompts_list_changed=True,
+                              resources_list_changed=True) as sub:
+                async for event in sub:
+                    refresh(_KINDS.get(type(event), "resources"))
+        except (MCPError, SubscriptionLost, ListenNotSupportedError) as exc:
+            logger.debug("upstream listen stream ended: %s", exc)
+        await anyio.sleep(LISTEN_RETRY_SECONDS)
+        for kind in _ALL_KINDS:
+            refresh(kind)
+
+
+def _with_answers(request: Any, responses: InputResponses | None, state: str | None) -> Any:
+    params = request.params.model_copy(update={"input_responses": responses,
+                                               "request_state": state})
+    return request.model_copy(update={"params": params})
+
+
+async def _dispatch(call: CallContext, req: InputRequest) -> InputResponse | ErrorData:
+    """One embedded request, answered through the call's downstream client."""
+    try:
+        if req.method == "sampling/createMessage":
+            return await call.create_message(req.params)
+        if req.method == "elicitation/create":
+            return await call.elicit(req.params)
+        return await call.list_roots()
+    except MCPError as exc:
+        return exc.error
+
+
+async def send_resolving_rounds(
+    session: ClientSession, request: Any, result_type: type[Any],
+    call: CallContext | None, paused: Callable[[], contextlib.AbstractContextManager[Any]],
+    **options: Any,
+) -> Any:
+    """``session.send_request``, resolving a modern upstream's input rounds on the way."""
+    if not is_modern(session) or not isinstance(
+            request, CallToolRequest | GetPromptRequest | ReadResourceRequest):
+        return await session.send_request(request, result_type, **options)
+    answering = call if call is not None else CallContext()
+    union = _ADAPTERS[type(request)]
+
+    async def send(responses: InputResponses | None, state: str | None) -> Any:
+        return await session.send_request(_with_answers(request, responses, state), union,
+                                          **options)
+
+    async def dispatch(key: str, req: InputRequest) -> InputResponse | ErrorData:
+        with paused():
+            return await _dispatch(answering, req)
+
+    first: Awaitable[Any] = session.send_request(request, union, **options)
+    return await run_input_required_driver(await first, dispatch=dispatch, retry=send,
+                                           max_rounds=MAX_UPSTREAM_ROUNDS)
