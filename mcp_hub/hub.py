@@ -40,7 +40,7 @@ from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as global_registry
 from mcp_hub.roots import ClientRoots
 from mcp_hub.startup import StartupGate
-from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
+from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import register_composite, unregister_composite
 from mcp_hub.upstream import UpstreamManager
 
@@ -367,6 +367,7 @@ class Hub:
             "deferrable_tokens": plan.deferrable_tokens,
             "threshold_tokens": plan.threshold_tokens,
             "deferred_tools": len(plan.deferred),
+            "ranking": ranking_status(self.config.tool_search),
         }
 
     async def call_tool(
