@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import threading
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -115,26 +116,38 @@ class MiniLMEncoder:
     """A BERT encoder with mean pooling, as sentence-transformers runs all-MiniLM-L6-v2."""
 
     def __init__(self, files: Mapping[str, bytes]) -> None:
-        import numpy as np
-        from safetensors.numpy import load
         from tokenizers import Tokenizer
 
         config: dict[str, Any] = json.loads(files["config.json"])
+        self._config = config
         self._heads = int(config["num_attention_heads"])
         self._eps = float(config.get("layer_norm_eps", 1e-12))
+        self._dim = int(config["hidden_size"])
         self._model_id = "minilm:" + hashlib.sha256(files["model.safetensors"]).hexdigest()[:16]
         tok = Tokenizer.from_str(files["tokenizer.json"].decode())
         tok.enable_truncation(_MAX_TOKENS)
         tok.no_padding()
         self._tok = tok
-        w = load(files["model.safetensors"])
-        w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in w.items()}
-        self._word = w["embeddings.word_embeddings.weight"]
-        self._pos = w["embeddings.position_embeddings.weight"]
-        self._type0 = w["embeddings.token_type_embeddings.weight"][0]
-        self._ln0 = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        self._layers = [self._layer(w, i) for i in range(int(config["num_hidden_layers"]))]
-        self._dim = int(self._word.shape[1])
+        # The weights are parsed on the first forward pass: a warm start whose
+        # token table is cached on disk never needs them.
+        self._raw: bytes | None = files["model.safetensors"]
+        self._lock = threading.Lock()
+        self._layers: list[tuple[Any, ...]] = []
+
+    def _load_weights(self) -> None:
+        import numpy as np
+        from safetensors.numpy import load
+
+        with self._lock:
+            if self._raw is None:
+                return
+            w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(self._raw).items()}
+            self._word = w["embeddings.word_embeddings.weight"]
+            self._pos = w["embeddings.position_embeddings.weight"]
+            self._type0 = w["embeddings.token_type_embeddings.weight"][0]
+            self._ln0 = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+            self._layers = [self._layer(w, i) for i in range(int(self._config["num_hidden_layers"]))]
+            self._raw = None
 
     @staticmethod
     def _layer(w: Mapping[str, Any], i: int) -> tuple[Any, ...]:
@@ -190,6 +203,8 @@ class MiniLMEncoder:
     def _forward(self, batch: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         import numpy as np
 
+        if self._raw is not None:
+            self._load_weights()
         n, length = len(batch), max(len(b) for b in batch)
         ids = np.zeros((n, length), dtype=np.int64)
         mask = np.zeros((n, length), dtype=np.float32)
