@@ -120,8 +120,9 @@ def test_ranking_lexical_never_loads_a_model(tmp_path: Path) -> None:
 
 async def test_hub_status_shows_the_fallback_reason(tmp_path: Path) -> None:
     config_file = tmp_path / "hub.toml"
-    config_file.write_text(f'[tool_search]\nranking = "hybrid"\nmodel = "{tmp_path / "absent"}"\n'
-                           f'cache_dir = "{tmp_path / "cache"}"\n')
+    config_file.write_text(
+        f'[tool_search]\nranking = "hybrid"\nmodel = "{tmp_path / "absent"}"\ncache_dir = "{tmp_path / "cache"}"\n'
+    )
     config = load_config(config_file)
     with anyio.fail_after(30):
         async with Hub(config, load_plugin_modules=False) as hub:
