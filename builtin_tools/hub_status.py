@@ -18,10 +18,10 @@ from typing import Any
 
 from mcp_hub import __version__
 from mcp_hub.context import CallContext
+from mcp_hub.diagnosis import summary
 from mcp_hub.redact import redact
 from mcp_hub.registry import ToolRegistry, registry
 from mcp_hub.runtime import get_config
-from mcp_hub.upstream.diagnosis import summary
 
 __all__ = ["HUB_STATUS_SCHEMA", "hub_status_tool", "registry_status"]
 

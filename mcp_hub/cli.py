@@ -294,7 +294,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
-    from mcp_hub.pins import cmd_pins_accept, cmd_pins_diff
+    from mcp_hub.cli_pins import cmd_pins_accept, cmd_pins_diff
 
     config = _load(args)
     if args.pins_command == "diff":
@@ -317,7 +317,17 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     common.add_argument("--log-format", choices=["text", "json"])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_hub_commands(sub, common)
+    _add_client_commands(sub, common)
+    return parser
 
+
+SubParsers = argparse._SubParsersAction  # the type argparse gives no public name
+
+
+def _add_hub_commands(sub: SubParsers[argparse.ArgumentParser], common: argparse.ArgumentParser
+                      ) -> None:
+    """serve, tools, check, call, status."""
     p = sub.add_parser("serve", parents=[common], help="serve the hub (stdio by default)")
     p.add_argument("--transport", "-t", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", help="HTTP bind address (default hub.http.host, 127.0.0.1)")
@@ -352,6 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_status)
 
+
+def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
+                         common: argparse.ArgumentParser) -> None:
+    """config snippet, install, uninstall, pins, import."""
     p = sub.add_parser("config", parents=[common], help="client configuration helpers")
     csub = p.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     s = csub.add_parser("snippet", parents=[common],
@@ -386,7 +400,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", help="the client's config file (default: its usual location)")
     p.add_argument("--output", "-o", help="append to this servers.toml instead of printing")
     p.set_defaults(func=cmd_import)
-    return parser
 
 
 _CLIENTS = ["claude-desktop", "claude-code", "cursor", "vscode"]

@@ -31,8 +31,8 @@ from pydantic import (
 )
 
 from mcp_hub import commands
+from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
-from mcp_hub.prespawn import find_config_path
 
 __all__ = [
     "BuiltinsConfig",
@@ -348,8 +348,8 @@ class HubConfig(_Model):
 def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     """Return the config file by the documented search order, or None.
 
-    The search itself lives in :mod:`mcp_hub.prespawn` (standard library only), which
-    needs it before anything heavy is imported.
+    The search itself lives in :mod:`mcp_hub.config_path` (standard library only):
+    :mod:`mcp_hub.prespawn` needs it before anything heavy is imported.
     """
     return find_config_path(explicit)
 

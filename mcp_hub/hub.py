@@ -27,18 +27,19 @@ from mcp_hub.access import EVERYONE, AccessControl, Caller, as_caller, caller_of
 from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.discovery import discover_builtin_tools
-from mcp_hub.downstream.call_context import below_level
-from mcp_hub.downstream.open_calls import OpenCalls
-from mcp_hub.downstream.sessions import ChangeKind, SessionTracker
 from mcp_hub.drain import Drain
 from mcp_hub.errors import ConfigError, UnknownToolError
+from mcp_hub.hub_serving import ServingMixin
+from mcp_hub.log_levels import below_level, client_log_level
 from mcp_hub.metrics import Metrics
+from mcp_hub.open_calls import OpenCalls
 from mcp_hub.pipeline import handle_function_call
 from mcp_hub.plugins import HookManager, PluginContext, load_plugins
 from mcp_hub.redact import add_secrets, redact
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as global_registry
 from mcp_hub.roots import ClientRoots
+from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import register_composite, unregister_composite
@@ -56,7 +57,7 @@ def _server_of_toolset(toolset: str) -> str:
     return toolset[4:] if toolset.startswith("mcp-") else toolset
 
 
-class Hub:
+class Hub(ServingMixin):
     """One MCP hub: registry + upstreams + change notifications, as a context manager."""
 
     def __init__(
@@ -106,7 +107,7 @@ class Hub:
         self.roots = ClientRoots(self.sessions.connections, self._file_roots,
                                  self.upstreams.roots_changed)
         self.upstreams.roots_provider = self.roots.answer
-        #: Resource subscriptions: uri -> connections that asked for it.
+        #: Resource subscriptions: uri -> connections that asked for it (see ServingMixin).
         self.resource_subscribers: dict[str, list[Any]] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -281,7 +282,7 @@ class Hub:
         # An upstream log outside any call: hand it to every live handshake session
         # that set a logging level admitting it.
         for conn in self.sessions.connections():
-            threshold = conn.state.get("mcp_hub.log_level")
+            threshold = client_log_level(conn.state)
             if threshold is None or below_level(params.level, threshold):
                 continue
             try:

@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent
 
 from mcp_hub.coerce import coerce_tool_args
 from mcp_hub.errors import UnknownToolError
-from mcp_hub.plugins import HookManager, HookStatus
+from mcp_hub.hooks import HookManager, HookStatus
 from mcp_hub.registry import ToolEntry, ToolRegistry, input_schema_of
 from mcp_hub.registry import registry as default_registry
 
@@ -216,23 +216,44 @@ async def handle_function_call(
     # 2. bridge tools
     if bridged:
         assert bridge is not None
-
-        async def reenter(
-            real_name: str, real_args: dict[str, Any], **ctx: Any
-        ) -> CallToolResult:
-            # No bridge on re-entry: tool_call cannot call itself recursively.
-            return await handle_function_call(
-                real_name, real_args, registry=reg, hooks=hooks,
-                max_result_size_chars=max_result_size_chars, allow=allow, **(ctx or context),
-            )
-
-        result = await bridge.handle(name, args, reenter, **context)
-        return cap_result(result, max_result_size_chars)
+        return await _bridged_call(name, args, bridge, reg, hooks, max_result_size_chars,
+                                   allow, context)
 
     # 3. unknown tool, validation
     entry = reg.get_entry(name)
     if entry is None:
         raise unknown_tool(name, reg, allow)
+    invalid = _invalid_args(reg, entry, name, args)
+    if invalid is not None:
+        return invalid
+
+    # 4.–6. pre hooks, dispatch, post and transform hooks
+    result = await _dispatch_with_hooks(reg, hooks, name, args, context)
+
+    # 7. size cap
+    limit = entry.max_result_size_chars or max_result_size_chars
+    return cap_result(result, limit)
+
+
+async def _bridged_call(
+    name: str, args: dict[str, Any], bridge: Bridge, reg: ToolRegistry, hooks: HookManager | None,
+    max_result_size_chars: int, allow: Callable[[str], bool] | None, context: dict[str, Any],
+) -> CallToolResult:
+    """A bridge tool (``tool_search``/``tool_call``); ``tool_call`` re-enters the pipeline."""
+
+    async def reenter(real_name: str, real_args: dict[str, Any], **ctx: Any) -> CallToolResult:
+        # No bridge on re-entry: tool_call cannot call itself recursively.
+        return await handle_function_call(
+            real_name, real_args, registry=reg, hooks=hooks,
+            max_result_size_chars=max_result_size_chars, allow=allow, **(ctx or context),
+        )
+
+    result = await bridge.handle(name, args, reenter, **context)
+    return cap_result(result, max_result_size_chars)
+
+
+def _invalid_args(reg: ToolRegistry, entry: ToolEntry, name: str, args: Any) -> CallToolResult | None:
+    """The error result for arguments that are not an object or fail the schema, else None."""
     if not isinstance(args, dict):
         return _error_result(
             f"Invalid arguments for tool {name}: arguments must be a JSON object, "
@@ -243,8 +264,14 @@ async def handle_function_call(
         return _error_result(
             f"Invalid arguments for tool {name}:\n" + "\n".join(f"- {p}" for p in problems)
         )
+    return None
 
-    # 4. pre hooks
+
+async def _dispatch_with_hooks(
+    reg: ToolRegistry, hooks: HookManager | None, name: str, args: dict[str, Any],
+    context: dict[str, Any],
+) -> CallToolResult:
+    """Pre hooks (which may block or rewrite), the handler, then post and transform hooks."""
     if hooks is not None and hooks.has("pre_tool_call"):
         outcome = await hooks.run_pre(name, args, **context)
         args = outcome.args
@@ -253,12 +280,8 @@ async def handle_function_call(
             if hooks.has("post_tool_call"):
                 await hooks.run_post(name, args, result, 0.0, "blocked", **context)
             return result
-
-    # 5. dispatch
     started = time.perf_counter()
     result = await reg.dispatch(name, args, **context)
-
-    # 6. post and transform hooks
     if hooks is not None:
         if hooks.has("post_tool_call"):
             status: HookStatus = "error" if result.is_error else "ok"
@@ -266,7 +289,4 @@ async def handle_function_call(
             await hooks.run_post(name, args, result, duration_ms, status, **context)
         if hooks.has("transform_tool_result"):
             result = await hooks.run_transform(name, args, result, **context)
-
-    # 7. size cap
-    limit = entry.max_result_size_chars or max_result_size_chars
-    return cap_result(result, limit)
+    return result

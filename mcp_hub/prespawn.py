@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hub import commands, pdeathsig
+from mcp_hub.config_path import find_config_path
 
 __all__ = [
     "INHERITED_ENV_VARS",
@@ -65,19 +66,6 @@ def filtered_environment(extra: Mapping[str, str], base: Mapping[str, str] | Non
 def resolve_command(command: str, env: Mapping[str, str]) -> str | None:
     """The executable a stdio child runs (see :func:`mcp_hub.commands.find_command`)."""
     return commands.find_command(command, env.get("PATH"))
-
-
-def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """``--config``, ``$MCP_HUB_CONFIG``, ``./servers.toml``, ``~/.config/mcp-hub/servers.toml``."""
-    if explicit:
-        return Path(explicit)
-    env = os.environ.get("MCP_HUB_CONFIG")
-    if env:
-        return Path(env)
-    for candidate in (Path("servers.toml"), Path.home() / ".config" / "mcp-hub" / "servers.toml"):
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def _search_path(hub: Any, config_path: Path) -> commands.SearchPath | None:

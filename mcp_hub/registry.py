@@ -10,30 +10,42 @@ Concurrency: every mutation happens under one ``RLock`` and bumps
 outside it. Listeners (``add_listener``) learn of each new generation, outside the
 lock, so the serving side can emit a debounced ``tools/list_changed``.
 
-This module imports nothing of the project (the V-shaped import chain: tools
-import the registry, orchestration imports everything).
+The registry's parts live in small modules it re-exports: the entry
+(:mod:`mcp_hub.tool_entry`), results and error sanitising
+(:mod:`mcp_hub.tool_results`), read-only views (:mod:`mcp_hub.frozen`) and the
+definition cache (:mod:`mcp_hub.definitions`). They import nothing of the
+project above them (tools import the registry, orchestration imports everything).
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
-import json
 import logging
-import os
-import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn
+from typing import Any
 
 import anyio.to_thread
 from mcp.shared.exceptions import MCPError
 from mcp.types import URL_ELICITATION_REQUIRED, CallToolResult, TextContent
+
+from mcp_hub.definitions import CHECK_FN_GRACE_SECONDS, CHECK_FN_TTL_SECONDS, DefinitionCache
+from mcp_hub.frozen import FrozenDict, FrozenList
+from mcp_hub.tool_entry import (
+    CheckFn,
+    Handler,
+    Origin,
+    Rejection,
+    SchemaOverrides,
+    ToolEntry,
+    default_origin,
+    input_schema_of,
+    is_async_callable,
+)
+from mcp_hub.tool_results import normalize_result, sanitize_tool_error, tool_error, tool_result
 
 __all__ = [
     "CHECK_FN_GRACE_SECONDS",
@@ -53,187 +65,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-Origin = Literal["builtin", "plugin", "upstream"]
-Handler = Callable[..., Any]
-CheckFn = Callable[[], Any]
-SchemaOverrides = Callable[[], Mapping[str, Any] | None]
-
-CHECK_FN_TTL_SECONDS = 30.0
-CHECK_FN_GRACE_SECONDS = 60.0
-DEFINITIONS_CACHE_SIZE = 8
-MAX_ERROR_CHARS = 2000
-
-# Keys of an MCP tool definition passed through besides name/description/inputSchema.
-_OPTIONAL_KEYS = ("title", "outputSchema", "annotations", "_meta", "icons", "execution")
-_EMPTY_INPUT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-class ToolEntry:
-    """One registered tool. ``__slots__`` keeps 10k upstream tools cheap."""
-
-    __slots__ = (
-        "check_fn",
-        "description",
-        "dynamic_schema_overrides",
-        "emoji",
-        "handler",
-        "is_async",
-        "max_result_size_chars",
-        "name",
-        "origin",
-        "requires_env",
-        "schema",
-        "toolset",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        toolset: str,
-        schema: dict[str, Any],
-        handler: Handler,
-        check_fn: CheckFn | None = None,
-        requires_env: list[str] | None = None,
-        is_async: bool = False,
-        description: str = "",
-        emoji: str = "",
-        max_result_size_chars: int | None = None,
-        dynamic_schema_overrides: SchemaOverrides | None = None,
-        origin: Origin = "builtin",
-    ) -> None:
-        self.name = name
-        self.toolset = toolset
-        self.schema = schema
-        self.handler = handler
-        self.check_fn = check_fn
-        self.requires_env = requires_env
-        self.is_async = is_async
-        self.description = description
-        self.emoji = emoji
-        self.max_result_size_chars = max_result_size_chars
-        self.dynamic_schema_overrides = dynamic_schema_overrides
-        self.origin: Origin = origin
-
-    def __repr__(self) -> str:
-        return f"ToolEntry(name={self.name!r}, toolset={self.toolset!r}, origin={self.origin!r})"
-
-
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """A registration refused because another toolset holds the name."""
-
-    name: str
-    toolset: str
-    holder_toolset: str
-    reason: str
-    time: float = field(default_factory=time.time)
-
-
-def input_schema_of(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON schema of a tool's arguments, MCP style or OpenAI style."""
-    value = schema.get("inputSchema", schema.get("parameters"))
-    return value if isinstance(value, dict) else _EMPTY_INPUT_SCHEMA
-
-
-def _is_async_callable(fn: Handler) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - async __call__ on instances
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
-def _default_origin(toolset: str) -> Origin:
-    return "upstream" if toolset.startswith("mcp-") else "builtin"
-
-
-# ── error sanitising ──────────────────────────────────────────────────────────
-
-# Framework strings a model could mistake for a nested tool call.
-_SANITIZE_PATTERNS = (
-    re.compile(r"<!\[CDATA\[|\]\]>"),
-    re.compile(r"```[A-Za-z0-9_+-]*(?=\s)|```"),
-    re.compile(
-        r"</?\s*(?:antml:)?(?:tool_call|tool_calls|tool_use|tool_result|tool_response|"
-        r"function_calls?|function_results?|invoke|parameter|arguments|"
-        r"result|output|system|assistant|user)\b[^>]*>",
-        re.IGNORECASE,
-    ),
-    re.compile(r"<\|[^|>]{0,40}\|>"),
-)
-
-
-def _sanitize_tool_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """Strip tool-call-like tags, code fences and CDATA from an error; cap its length."""
-    for pattern in _SANITIZE_PATTERNS:
-        text = pattern.sub("", text)
-    text = text.strip()
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text
-
-
-# ── result helpers ────────────────────────────────────────────────────────────
-
-
-def tool_result(
-    data: Any = None,
-    *,
-    text: str | None = None,
-    structured: Any = None,
-    is_error: bool = False,
-) -> CallToolResult:
-    """Build a ``CallToolResult``: ``text`` verbatim, else ``data`` (str as is, others as JSON).
-
-    A dict ``data`` also becomes ``structuredContent`` unless ``structured`` is given.
-    """
-    if text is None:
-        if data is None:
-            text = ""
-        elif isinstance(data, str):
-            text = data
-        else:
-            text = json.dumps(data, ensure_ascii=False, default=str)
-    if structured is None and isinstance(data, dict):
-        structured = data
-    return CallToolResult(
-        content=[TextContent(text=text)], structured_content=structured, is_error=is_error
-    )
-
-
-def tool_error(msg: str, **extra: Any) -> CallToolResult:
-    """An ``isError`` result whose text is the JSON object ``{"error": msg, **extra}``."""
-    payload = {"error": msg, **extra}
-    return CallToolResult(
-        content=[TextContent(text=json.dumps(payload, ensure_ascii=False, default=str))],
-        is_error=True,
-    )
-
-
-def normalize_result(value: Any) -> CallToolResult:
-    """A handler's return value as a ``CallToolResult`` (str, JSON-able value or result)."""
-    if isinstance(value, CallToolResult):
-        return value
-    if isinstance(value, str):
-        return CallToolResult(content=[TextContent(text=value)])
-    if value is None:
-        return CallToolResult(content=[])
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = str(value)
-    structured = value if isinstance(value, dict) else None
-    return CallToolResult(content=[TextContent(text=text)], structured_content=structured)
-
-
-# ── the registry ──────────────────────────────────────────────────────────────
-
-
-@dataclass(slots=True)
-class _CheckRecord:
-    checked_at: float
-    value: bool
-    last_success: float | None
-
 
 class ToolRegistry:
     """Thread-safe store of :class:`ToolEntry` with a generation counter.
@@ -250,12 +81,8 @@ class ToolRegistry:
         self._batch_dirty = False
         self._listeners: list[Callable[[int], None]] = []
         self._rejections: dict[tuple[str, str], Rejection] = {}
-        self._clock = clock
-        self._check_lock = threading.Lock()
-        self._check_cache: dict[CheckFn, _CheckRecord] = {}
-        self._defs_cache: OrderedDict[Hashable, tuple[dict[str, Any], ...]] = OrderedDict()
-        # Per generation: the distinct check_fns and required env vars, for cache keys.
-        self._gates: tuple[int, tuple[CheckFn, ...], tuple[str, ...]] | None = None
+        #: The one cache of check_fn results and built definitions (mcp_hub.definitions).
+        self.definitions = DefinitionCache(self._lock, self._state, clock)
         #: Operator setting: lets a plugin replace an existing tool with override=True.
         self.allow_tool_override: bool = False
 
@@ -300,7 +127,9 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
-    # ── listeners ──
+    def _state(self) -> tuple[int, Mapping[str, ToolEntry]]:
+        """(generation, name → entry) for the definition cache; called with the lock held."""
+        return self._generation, self._tools
 
     def add_listener(self, fn: Callable[[int], None]) -> None:
         """Call ``fn(generation)`` after every mutation or batch, outside the lock."""
@@ -350,8 +179,6 @@ class ToolRegistry:
         if announce is not None:
             self._notify(announce)
 
-    # ── mutation ──
-
     def register(
         self,
         name: str,
@@ -388,7 +215,7 @@ class ToolRegistry:
                 raise ValueError(f"tool {name!r}: schema[{key!r}] must be a dict")
         if not callable(handler):
             raise ValueError(f"tool {name!r}: handler is not callable")
-        resolved_origin: Origin = origin or _default_origin(toolset)
+        resolved_origin: Origin = origin or default_origin(toolset)
         if not description:
             description = str(schema.get("description") or "")
         entry = ToolEntry(
@@ -398,7 +225,7 @@ class ToolRegistry:
             handler=handler,
             check_fn=check_fn,
             requires_env=list(requires_env) if requires_env else None,
-            is_async=_is_async_callable(handler) if is_async is None else is_async,
+            is_async=is_async_callable(handler) if is_async is None else is_async,
             description=description,
             emoji=emoji,
             max_result_size_chars=max_result_size_chars,
@@ -491,64 +318,15 @@ class ToolRegistry:
             self._notify(announce)
         return removed
 
-    # ── availability ──
+    # ── availability and definitions (the definition cache) ──
 
     def invalidate_check_fn_cache(self) -> None:
         """Forget every cached check_fn result (and the definitions built from them)."""
-        with self._check_lock:
-            self._check_cache.clear()
-        with self._lock:
-            self._defs_cache.clear()
-
-    def _check(self, fn: CheckFn) -> bool:
-        """check_fn result with a 30 s TTL; a raising probe is False; 60 s grace on failure."""
-        now = self._clock()
-        with self._check_lock:
-            record = self._check_cache.get(fn)
-        if record is not None and now - record.checked_at < CHECK_FN_TTL_SECONDS:
-            return record.value
-        try:
-            value = bool(fn())
-        except Exception as exc:
-            logger.warning("check_fn %r raised %s: %s", fn, type(exc).__name__, exc)
-            value = False
-        last_success = record.last_success if record is not None else None
-        if value:
-            with self._check_lock:
-                self._check_cache[fn] = _CheckRecord(now, True, now)
-            return True
-        if last_success is not None and now - last_success < CHECK_FN_GRACE_SECONDS:
-            # Not cached: the next pass probes again.
-            logger.warning("check_fn %r failed; keeping the last success (%.0f s ago)",
-                           fn, now - last_success)
-            return True
-        with self._check_lock:
-            self._check_cache[fn] = _CheckRecord(now, False, last_success)
-        return False
+        self.definitions.invalidate()
 
     def is_available(self, entry: ToolEntry) -> bool:
         """Whether the tool's required env vars are set and its check_fn passes."""
-        if entry.requires_env and not all(os.environ.get(v) for v in entry.requires_env):
-            return False
-        return entry.check_fn is None or self._check(entry.check_fn)
-
-    def _gates_for(self, generation: int, entries: Iterable[ToolEntry]) -> tuple[
-        tuple[CheckFn, ...], tuple[str, ...]
-    ]:
-        gates = self._gates
-        if gates is not None and gates[0] == generation:
-            return gates[1], gates[2]
-        checks: dict[CheckFn, None] = {}
-        envs: dict[str, None] = {}
-        for e in entries:
-            if e.check_fn is not None:
-                checks[e.check_fn] = None
-            for v in e.requires_env or ():
-                envs[v] = None
-        self._gates = (generation, tuple(checks), tuple(envs))
-        return self._gates[1], self._gates[2]
-
-    # ── definitions ──
+        return self.definitions.is_available(entry)
 
     def get_definitions(
         self, names: Iterable[str] | None = None, *, cache_key: Hashable = None
@@ -563,82 +341,7 @@ class ToolRegistry:
         are read-only :class:`FrozenDict`/:class:`FrozenList` shared with the cache, so
         a caller cannot corrupt it (``copy.deepcopy`` gives fully mutable data).
         """
-        name_key = None if names is None else frozenset(names)
-        with self._lock:
-            generation = self._generation
-            entries_map = self._tools
-            checks, envs = self._gates_for(generation, entries_map.values())
-        probes = tuple(self._check(fn) for fn in checks)
-        env_state = tuple(bool(os.environ.get(v)) for v in envs)
-        key = (name_key, generation, cache_key, probes, env_state)
-        with self._lock:
-            cached = self._defs_cache.get(key)
-            if cached is not None:
-                self._defs_cache.move_to_end(key)
-                entries = []
-            else:
-                # Mutated since the key was taken: build from the current state, don't cache.
-                cacheable = self._generation == generation
-                entries = [
-                    e for n, e in self._tools.items() if name_key is None or n in name_key
-                ]
-        if cached is not None:
-            return list(map(dict.copy, cached))
-        pass_checks = dict(zip(checks, probes, strict=True))
-        built = tuple(self._build_definitions(entries, pass_checks))
-        if cacheable:
-            with self._lock:
-                self._defs_cache[key] = built
-                self._defs_cache.move_to_end(key)
-                while len(self._defs_cache) > DEFINITIONS_CACHE_SIZE:
-                    self._defs_cache.popitem(last=False)
-        return list(map(dict.copy, built))
-
-    def _build_definitions(
-        self, entries: list[ToolEntry], pass_checks: dict[CheckFn, bool]
-    ) -> list[dict[str, Any]]:
-        entries.sort(key=lambda e: e.name)
-        out: list[dict[str, Any]] = []
-        environ = os.environ
-        for e in entries:
-            if e.requires_env and not all(environ.get(v) for v in e.requires_env):
-                continue
-            if e.check_fn is not None:
-                ok = pass_checks.get(e.check_fn)
-                if ok is None:
-                    ok = pass_checks[e.check_fn] = self._check(e.check_fn)
-                if not ok:
-                    continue
-            out.append(self._definition(e))
-        return out
-
-    @staticmethod
-    def _definition(e: ToolEntry) -> dict[str, Any]:
-        schema: Mapping[str, Any] = e.schema
-        description = e.description
-        if e.dynamic_schema_overrides is not None:
-            try:
-                extra = e.dynamic_schema_overrides()
-            except Exception:
-                logger.exception("dynamic_schema_overrides of %s failed; static schema kept",
-                                 e.name)
-                extra = None
-            if extra:
-                schema = {**schema, **extra}
-                if extra.get("description"):
-                    description = str(extra["description"])
-        d: dict[str, Any] = {
-            "name": e.name,
-            "description": description,
-            "inputSchema": _freeze(input_schema_of(schema)),
-        }
-        for k in _OPTIONAL_KEYS:
-            v = schema.get(k)
-            if v is not None:
-                d[k] = _freeze(v)
-        return d
-
-    # ── calling ──
+        return self.definitions.get(names, cache_key=cache_key)
 
     async def dispatch(self, name: str, args: dict[str, Any], **context: Any) -> CallToolResult:
         """Run a tool's handler and return a ``CallToolResult``; never raises for tool errors.
@@ -667,66 +370,12 @@ class ToolRegistry:
                 # failure: it travels as the JSON-RPC error it is, data included.
                 raise
             logger.debug("tool %s raised", name, exc_info=True)
-            text = _sanitize_tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
+            text = sanitize_tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
             return CallToolResult(content=[TextContent(text=text)], is_error=True)
         except Exception as exc:
             logger.debug("tool %s raised", name, exc_info=True)
-            text = _sanitize_tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
+            text = sanitize_tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
             return CallToolResult(content=[TextContent(text=text)], is_error=True)
-
-
-def _read_only(*_args: Any, **_kwargs: Any) -> NoReturn:
-    raise TypeError(
-        "tool definitions are shared with the registry's cache below the top level; "
-        "copy.deepcopy() the definition before changing its nested parts"
-    )
-
-
-class FrozenDict(dict[str, Any]):
-    """A dict that refuses mutation: nested parts of cached tool definitions.
-
-    It serialises, compares and validates like a dict; ``copy.copy``,
-    ``copy.deepcopy`` and ``dict(x)`` return plain, mutable dicts.
-    """
-
-    __slots__ = ()
-    __setitem__ = __delitem__ = __ior__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only
-
-    def __copy__(self) -> dict[str, Any]:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (dict(self),))
-
-
-class FrozenList(list[Any]):
-    """The list counterpart of :class:`FrozenDict`."""
-
-    __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
-    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
-
-    def __copy__(self) -> list[Any]:
-        return list(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
-        return [copy.deepcopy(v, memo) for v in self]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (list, (list(self),))
-
-
-def _freeze(value: Any) -> Any:
-    """A read-only copy of JSON-shaped data (dicts and lists); scalars are shared."""
-    if isinstance(value, dict):
-        return FrozenDict({k: _freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return FrozenList([_freeze(v) for v in value])
-    return value
 
 
 #: The process-wide registry builtin tools register into at import time.

@@ -11,15 +11,9 @@ from typing import Any
 
 import pytest
 
+from mcp_hub.cli_pins import cmd_pins_accept, cmd_pins_diff
 from mcp_hub.config import parse_config
-from mcp_hub.pins import (
-    PinError,
-    PinStore,
-    cmd_pins_accept,
-    cmd_pins_diff,
-    fingerprint,
-    pins_path,
-)
+from mcp_hub.pins import PinError, PinStore, fingerprint, pins_path
 
 
 def tool(description: str = "Add two numbers.", **extra: Any) -> dict[str, Any]:

@@ -13,17 +13,18 @@ import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from mcp_hub import registry as registry_module
+from mcp_hub.frozen import freeze
 from mcp_hub.registry import (
     FrozenDict,
     FrozenList,
     ToolEntry,
     ToolRegistry,
-    _sanitize_tool_error,
     input_schema_of,
     normalize_result,
     tool_error,
     tool_result,
 )
+from mcp_hub.tool_results import sanitize_tool_error
 
 pytestmark = pytest.mark.anyio
 
@@ -449,7 +450,7 @@ def test_definitions_cache_is_an_lru_of_eight() -> None:
     reg.register("a", "x", schema(), handler)
     for i in range(20):
         reg.get_definitions(cache_key=i)
-    assert len(reg._defs_cache) == 8
+    assert len(reg.definitions) == 8
 
 
 def test_mutating_returned_definitions_cannot_corrupt_the_cache() -> None:
@@ -484,7 +485,7 @@ def test_frozen_parts_serialise_pickle_and_copy_like_plain_data() -> None:
     import json
     import pickle
 
-    frozen = registry_module._freeze({"a": [1, {"b": (2, 3)}]})
+    frozen = freeze({"a": [1, {"b": (2, 3)}]})
     assert isinstance(frozen, FrozenDict) and isinstance(frozen["a"], FrozenList)
     assert json.loads(json.dumps(frozen)) == {"a": [1, {"b": [2, 3]}]}
     assert pickle.loads(pickle.dumps(frozen)) == frozen
@@ -766,8 +767,8 @@ def test_tool_error_and_tool_result_helpers() -> None:
 
 def test_sanitize_strips_framework_markup_and_caps_length() -> None:
     raw = "<function_calls><invoke name='x'>" "```json\n{}\n```" "<|im_start|>ok"
-    assert _sanitize_tool_error(raw) == "{}\nok"
-    assert len(_sanitize_tool_error("z" * 10_000)) == 2000
+    assert sanitize_tool_error(raw) == "{}\nok"
+    assert len(sanitize_tool_error("z" * 10_000)) == 2000
 
 
 def test_input_schema_of_supports_both_styles() -> None:
@@ -791,6 +792,6 @@ def test_a_mutation_during_a_pass_gives_current_definitions_that_are_not_cached(
 
     reg.register("a", "x", schema(), handler, check_fn=check)
     assert [d["name"] for d in reg.get_definitions()] == ["a", "late"]
-    assert len(reg._defs_cache) == 0
+    assert len(reg.definitions) == 0
     assert [d["name"] for d in reg.get_definitions()] == ["a", "late"]
-    assert len(reg._defs_cache) == 1
+    assert len(reg.definitions) == 1

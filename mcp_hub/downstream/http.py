@@ -270,12 +270,12 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        ready = hub.upstreams.initial_done
+        ready = hub.upstreams_ready
         return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
 
     async def metrics(request: Request) -> Response:
         body = hub.metrics.render(
-            upstreams=hub.upstreams.statuses(), list_changed=hub.sessions.sent,
+            upstreams=hub.upstream_statuses(), list_changed=hub.sessions.sent,
             sessions=hub.sessions.count,
         )
         return PlainTextResponse(body, media_type="text/plain; version=0.0.4")

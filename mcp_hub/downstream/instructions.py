@@ -23,8 +23,8 @@ from typing import Any
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCRequest
 
+from mcp_hub.diagnosis import problem
 from mcp_hub.hub import Hub
-from mcp_hub.upstream.diagnosis import problem
 
 __all__ = ["BASE_INSTRUCTIONS", "FirstRequestGate", "hub_instructions"]
 
@@ -37,7 +37,7 @@ BASE_INSTRUCTIONS = (
 def hub_instructions(hub: Hub) -> str:
     """The base text, plus the current problem with the upstream servers if there is one."""
     upstreams = [{"name": s.name, "state": str(s.state), "last_error": s.last_error,
-                  "tools": s.tools} for s in hub.upstreams.statuses()]
+                  "tools": s.tools} for s in hub.upstream_statuses()]
     trouble = problem(upstreams, hub.config.source)
     if trouble is None:
         return BASE_INSTRUCTIONS

@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.event_store import BoundedEventStore, SessionEvents
-from mcp_hub.downstream.open_calls import OpenCalls
+from mcp_hub.open_calls import OpenCalls
 
 __all__ = ["DroppedStreamWatcher", "ResumableSessionManager", "Resumption"]
 

@@ -8,7 +8,6 @@ SSE. Handlers do as little as possible on the hot path — tools/call builds a
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from mcp import types
@@ -18,14 +17,12 @@ from mcp.server.subscriptions import ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller
-from mcp_hub.downstream.call_context import LOG_LEVELS, SessionCallContext, connection_of
+from mcp_hub.downstream.call_context import SessionCallContext, connection_of
 from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.visibility import CallerBus, remember_caller
 from mcp_hub.hub import Hub
 
 __all__ = ["HubServer", "build_server"]
-
-logger = logging.getLogger(__name__)
 
 Ctx = ServerRequestContext[Any, Any]
 
@@ -58,165 +55,116 @@ class HubServer(Server[Any]):
         )
 
 
-async def _startup(hub: Hub) -> None:
-    """Lists wait for the initial upstream connects, never past the start-up deadline."""
-    await hub.startup.wait_lists()
-
-
 def _track(hub: Hub, ctx: Ctx) -> Any:
     conn = connection_of(ctx)
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and hasattr(conn, "exit_stack"):
-        hub.sessions.add(conn)
+        hub.track_session(conn)
     return conn
 
 
-def _watch_roots(hub: Hub, ctx: Ctx) -> None:
-    """Fetch a handshake-era client's roots (the only era where the hub may ask)."""
-    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-        hub.watch_client_roots(connection_of(ctx))
+class _Handlers:
+    """The request handlers of one served profile; each asks the Hub, nothing below it."""
 
+    def __init__(self, hub: Hub, caller: Caller) -> None:
+        self.hub = hub
+        self.caller = caller
 
-async def _drop_subscriber(hub: Hub, uri: str, conn: Any) -> None:
-    subs = hub.resource_subscribers.get(uri)
-    if subs is None or conn not in subs:
-        return
-    subs.remove(conn)
-    if not subs:
-        hub.resource_subscribers.pop(uri, None)
-        try:
-            await hub.upstreams.unsubscribe_resource(uri)
-        except Exception:
-            logger.debug("unsubscribe after a session closed failed", exc_info=True)
+    async def list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        _track(self.hub, ctx)
+        await self.hub.wait_lists()
+        return types.ListToolsResult(tools=self.hub.list_tools(self.caller))
 
-
-def build_server(hub: Hub, profile: str | None = None) -> HubServer:
-    """Build the MCP server that exposes ``hub`` (restricted to ``profile`` if given)."""
-    if profile is not None and profile not in hub.config.profiles:
-        raise KeyError(f"unknown profile {profile!r}")
-    # Every handler below asks hub.access about this caller before it lists or routes.
-    caller = Caller(profile=profile)
-    access = hub.access
-
-    async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        _track(hub, ctx)
-        await _startup(hub)
-        return types.ListToolsResult(tools=hub.list_tools(caller))
-
-    async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        hub = self.hub
         conn = _track(hub, ctx)
         # Hub.call_tool applies the start-up rules (no wait for a registered tool).
         call = SessionCallContext(ctx, params.name, hub)
         # Over Streamable HTTP, a call whose answer cannot be delivered any more is
         # cancelled (mcp_hub.downstream.resume).
         with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
-            return await hub.call_tool(params.name, params.arguments, call, profile=caller)
+            return await hub.call_tool(params.name, params.arguments, call, profile=self.caller)
         return types.CallToolResult(
             content=[types.TextContent(text="the client went away; the call was cancelled")],
             is_error=True)
 
-    async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        _track(hub, ctx)
-        await _startup(hub)
-        return types.ListPromptsResult(prompts=access.prompts(caller, hub.upstreams.list_prompts()))
+    async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        _track(self.hub, ctx)
+        return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.caller))
 
-    async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        await _startup(hub)
-        access.check_prompt(caller, params.name)
-        call = SessionCallContext(ctx, params.name, hub)
-        return await hub.upstreams.get_prompt(params.name, params.arguments, call)
+    async def get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        call = SessionCallContext(ctx, params.name, self.hub)
+        return await self.hub.get_prompt(self.caller, params.name, params.arguments, call)
 
     async def list_resources(
-        ctx: Ctx, params: types.PaginatedRequestParams | None
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        _track(hub, ctx)
-        await _startup(hub)
-        return types.ListResourcesResult(
-            resources=access.resources(caller, hub.upstreams.list_resources()))
+        _track(self.hub, ctx)
+        return types.ListResourcesResult(resources=await self.hub.list_resources(self.caller))
 
     async def list_templates(
-        ctx: Ctx, params: types.PaginatedRequestParams | None
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        await _startup(hub)
         return types.ListResourceTemplatesResult(
-            resource_templates=access.templates(caller, hub.upstreams.list_resource_templates())
-        )
+            resource_templates=await self.hub.list_resource_templates(self.caller))
 
-    async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        await _startup(hub)
-        access.check_resource(caller, str(params.uri))
-        call = SessionCallContext(ctx, str(params.uri), hub)
-        return await hub.upstreams.read_resource(str(params.uri), call)
-
-    async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        conn = _track(hub, ctx)
-        await _startup(hub)
+    async def read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
-        access.check_resource(caller, uri)
-        remember_caller(conn, caller)
-        subs = hub.resource_subscribers.setdefault(uri, [])
-        if conn not in subs:
-            subs.append(conn)
-            stack = getattr(conn, "exit_stack", None)
-            if stack is not None:
-                # A closed session stops being a subscriber (and stops pinning its memory).
-                stack.push_async_callback(_drop_subscriber, hub, uri, conn)
-        await hub.upstreams.subscribe_resource(uri)
+        return await self.hub.read_resource(self.caller, uri, SessionCallContext(ctx, uri, self.hub))
+
+    async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        conn = _track(self.hub, ctx)
+        remember_caller(conn, self.caller)
+        await self.hub.subscribe(self.caller, str(params.uri), conn)
         return types.EmptyResult()
 
-    async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        conn = connection_of(ctx)
-        uri = str(params.uri)
-        access.check_resource(caller, uri)
-        subs = hub.resource_subscribers.get(uri, [])
-        if conn in subs:
-            subs.remove(conn)
-        if not subs:
-            hub.resource_subscribers.pop(uri, None)
-            await hub.upstreams.unsubscribe_resource(uri)
+    async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        await self.hub.unsubscribe(self.caller, str(params.uri), connection_of(ctx))
         return types.EmptyResult()
 
-    async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
-        await _startup(hub)
-        access.check_completion(caller, params.ref)
-        completion = await hub.upstreams.complete(params.ref, params.argument, params.context)
+    async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        completion = await self.hub.complete(self.caller, params.ref, params.argument, params.context)
         return types.CompleteResult(completion=completion)
 
-    async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        conn = _track(hub, ctx)
-        state = getattr(conn, "state", None)
-        if isinstance(state, dict):
-            state["mcp_hub.log_level"] = params.level
-        # Upstreams log at the most verbose level any connected client asked for.
-        levels = [params.level]
-        for other in hub.sessions.connections():
-            lvl = other.state.get("mcp_hub.log_level")
-            if lvl:
-                levels.append(lvl)
-        await hub.upstreams.set_logging_level(min(levels, key=lambda lv: LOG_LEVELS.get(lv, 0)))
+    async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        await self.hub.set_log_level(_track(self.hub, ctx), params.level)
         return types.EmptyResult()
 
-    async def initialized(ctx: Ctx, params: types.NotificationParams) -> None:
-        _track(hub, ctx)
-        _watch_roots(hub, ctx)
+    async def initialized(self, ctx: Ctx, params: types.NotificationParams) -> None:
+        _track(self.hub, ctx)
+        self.roots_changed_now(ctx)
 
-    async def roots_changed(ctx: Ctx, params: types.NotificationParams) -> None:
-        _watch_roots(hub, ctx)
+    async def roots_changed(self, ctx: Ctx, params: types.NotificationParams) -> None:
+        self.roots_changed_now(ctx)
 
+    def roots_changed_now(self, ctx: Ctx) -> None:
+        """Fetch a handshake-era client's roots (the only era where the hub may ask)."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.hub.watch_client_roots(connection_of(ctx))
+
+
+def build_server(hub: Hub, profile: str | None = None) -> HubServer:
+    """Build the MCP server that exposes ``hub`` (restricted to ``profile`` if given)."""
+    if profile is not None and profile not in hub.config.profiles:
+        raise KeyError(f"unknown profile {profile!r}")
+    # Every handler asks the Hub, which applies hub.access to this caller before it
+    # lists or routes.
+    caller = Caller(profile=profile)
+    h = _Handlers(hub, caller)
     server = HubServer(
         hub.config.hub.name if profile is None else f"{hub.config.hub.name}/{profile}",
         version=hub.version,
         instructions=hub_instructions(hub),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
-        on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe,
-        on_completion=complete,
-        on_subscriptions_listen=ListenHandler(CallerBus(hub.sessions.bus, access, caller)),
+        on_list_tools=h.list_tools,
+        on_call_tool=h.call_tool,
+        on_list_prompts=h.list_prompts,
+        on_get_prompt=h.get_prompt,
+        on_list_resources=h.list_resources,
+        on_list_resource_templates=h.list_templates,
+        on_read_resource=h.read_resource,
+        on_subscribe_resource=h.subscribe,
+        on_unsubscribe_resource=h.unsubscribe,
+        on_completion=h.complete,
+        on_subscriptions_listen=ListenHandler(CallerBus(hub.sessions.bus, hub.access, caller)),
     )
     server.hub = hub
     # The SDK's OpenTelemetry middleware opens a span per message even with no
@@ -224,11 +172,9 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.
-    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, h.set_level)
+    server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
     server.add_notification_handler(
-        "notifications/initialized", types.NotificationParams, initialized
-    )
-    server.add_notification_handler(
-        "notifications/roots/list_changed", types.NotificationParams, roots_changed
+        "notifications/roots/list_changed", types.NotificationParams, h.roots_changed
     )
     return server

@@ -94,9 +94,12 @@ class FastPath(Protocol):
     def close(self) -> None: ...
 
 
+FastPathFactory = Callable[[Callable[[bytes], Awaitable[None]], anyio.abc.TaskGroup], FastPath]
+
+
 @asynccontextmanager
 async def stdio_server(
-    fast_path: Callable[[Callable[[bytes], Awaitable[None]], anyio.abc.TaskGroup], FastPath] | None = None,
+    fast_path: FastPathFactory | None = None,
 ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
     """Serve MCP on this process's stdin/stdout (see the module docstring).
 
@@ -107,20 +110,34 @@ async def stdio_server(
         async with sdk_stdio_server() as streams:
             yield streams
         return
+    pipes = _StdioPipes(asyncio.get_running_loop())
+    async with _protocol_fds() as (in_fd, out_fd):
+        try:
+            await pipes.open(in_fd, out_fd)
+            async with anyio.create_task_group() as tg:
+                pipes.fast = fast_path(pipes.send_raw, tg) if fast_path is not None else None
+                tg.start_soon(pipes.stdin_reader)
+                tg.start_soon(pipes.stdout_writer)
+                try:
+                    yield pipes.read_stream, pipes.write_stream
+                finally:
+                    # EOF for the reader; the writer drains what the server still sent,
+                    # bounded so a stuck pipe cannot hold the exit.
+                    pipes.stop_reading()
+                    tg.cancel_scope.deadline = anyio.current_time() + 5
+        finally:
+            pipes.close()
 
-    loop = asyncio.get_running_loop()
+
+@asynccontextmanager
+async def _protocol_fds() -> AsyncIterator[tuple[int, int]]:
+    """Duplicates of fd 0 and 1 for the protocol; fd 0 → null device, fd 1 → stderr meanwhile.
+
+    A ``print`` in a tool or a child process can then never corrupt the stream.
+    Both fds and their blocking mode are restored on exit.
+    """
     blocking = (os.get_blocking(0), os.get_blocking(1))
     saved_in, saved_out = os.dup(0), os.dup(1)
-    rtransport: asyncio.BaseTransport | None = None
-    wtransport: asyncio.WriteTransport | None = None
-    queued: list[bytes] = []
-
-    def flush() -> None:
-        data = b"".join(queued)
-        queued.clear()
-        if data and wtransport is not None and not wtransport.is_closing():
-            wtransport.write(data)
-
     try:
         in_fd, out_fd = os.dup(0), os.dup(1)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -132,124 +149,8 @@ async def stdio_server(
             sink = os.open(os.devnull, os.O_WRONLY)
             os.dup2(sink, 1)
             os.close(sink)
-        rfile = os.fdopen(in_fd, "rb", buffering=0)
-        wfile = os.fdopen(out_fd, "wb", buffering=0)
-        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
-        rtransport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), rfile)
-        wtransport, wprotocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop), wfile)
-        writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
-        write_transport = wtransport
-
-        fast: FastPath | None = None
-        read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-        # A plain memory stream on the write side: the writer drains everything that is
-        # ready with receive_nowait and sends it in one write.
-        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-
-        # Everything written during one turn of the event loop goes out in one write:
-        # under concurrency many answers finish together, and each write is a syscall
-        # plus a wake-up of the client.
-        async def send_raw(data: bytes) -> None:
-            if write_transport.is_closing():
-                return
-            if not queued:
-                loop.call_soon(flush)
-            queued.append(data)
-            if write_transport.get_write_buffer_size() > _HIGH_WATER:
-                try:
-                    await writer.drain()
-                except ConnectionError:  # the client went away; the reader sees EOF next
-                    return
-
-        async def stdin_reader() -> None:
-            try:
-                async with read_writer:
-                    while True:
-                        try:
-                            line = await reader.readline()
-                        except (asyncio.LimitOverrunError, ValueError):
-                            logger.warning("dropped an over-long line on stdin (limit %d bytes)",
-                                           MAX_LINE_BYTES)
-                            continue
-                        if not line:
-                            return
-                        if not line.strip():
-                            continue
-                        if fast is not None and fast.wants(line):
-                            try:
-                                # The SDK's own parser: same acceptance as the SDK path
-                                # (a lone surrogate is an error, not a string).
-                                raw = pydantic_core.from_json(line)
-                            except ValueError:
-                                raw = None
-                            try:
-                                if raw is not None and fast.intercept(raw):
-                                    continue
-                            except Exception:
-                                logger.exception("fast path failed on a message; the SDK server takes it")
-                        try:
-                            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        except Exception as exc:
-                            reply = _error_for(line, exc)
-                            if reply is not None:
-                                await send_raw(reply)
-                            else:
-                                await read_writer.send(exc)
-                            continue
-                        if isinstance(message, types.JSONRPCNotification) and _invalid_id(line):
-                            # A request whose id is not a string or an integer would pass
-                            # for a notification: refuse it (Invalid Request) instead.
-                            await send_raw(json.dumps(INVALID_ID).encode() + b"\n")
-                            continue
-                        await read_writer.send(SessionMessage(message))
-            except anyio.ClosedResourceError:
-                await anyio.lowlevel.checkpoint()
-            finally:
-                if fast is not None:
-                    fast.close()
-
-        def encode(session_message: SessionMessage) -> bytes:
-            if fast is not None:
-                fast.outgoing(session_message.message)
-            return session_message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
-
-        async def stdout_writer() -> None:
-            try:
-                async with write_reader:
-                    async for session_message in write_reader:
-                        # Under concurrency several answers are ready at once: one write (one
-                        # syscall, one wake-up of the client) carries them all.
-                        batch = [encode(session_message)]
-                        while len(batch) < 64:
-                            try:
-                                batch.append(encode(write_reader.receive_nowait()))
-                            except (anyio.WouldBlock, anyio.EndOfStream):
-                                break
-                        await send_raw(b"".join(batch))
-            except (anyio.ClosedResourceError, ConnectionError):
-                await anyio.lowlevel.checkpoint()
-
-        async with anyio.create_task_group() as tg:
-            fast = fast_path(send_raw, tg) if fast_path is not None else None
-            tg.start_soon(stdin_reader)
-            tg.start_soon(stdout_writer)
-            try:
-                yield read_stream, write_stream
-            finally:
-                # EOF for the reader; the writer drains what the server still sent,
-                # bounded so a stuck pipe cannot hold the exit.
-                if fast is not None:
-                    fast.close()
-                rtransport.close()
-                tg.cancel_scope.deadline = anyio.current_time() + 5
+        yield in_fd, out_fd
     finally:
-        flush()
-        if rtransport is not None:
-            rtransport.close()
-        if wtransport is not None:
-            wtransport.close()
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)
         os.close(saved_in)
@@ -258,3 +159,147 @@ async def stdio_server(
         for fd, was_blocking in ((0, blocking[0]), (1, blocking[1])):
             with contextlib.suppress(OSError):
                 os.set_blocking(fd, was_blocking)
+
+
+class _StdioPipes:
+    """The protocol pipes as asyncio pipe transports, and the two tasks that serve them."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.rtransport: asyncio.BaseTransport | None = None
+        self.wtransport: asyncio.WriteTransport | None = None
+        self.queued: list[bytes] = []
+        self.fast: FastPath | None = None
+        self.read_writer, self.read_stream = create_context_streams[SessionMessage | Exception](0)
+        # A plain memory stream on the write side: the writer drains everything that is
+        # ready with receive_nowait and sends it in one write.
+        self.write_stream, self.write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def open(self, in_fd: int, out_fd: int) -> None:
+        loop = self.loop
+        rfile = os.fdopen(in_fd, "rb", buffering=0)
+        wfile = os.fdopen(out_fd, "wb", buffering=0)
+        self.reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
+        reader = self.reader
+        self.rtransport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), rfile)
+        wtransport, wprotocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), wfile)
+        self.wtransport = wtransport
+        self.writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
+
+    def flush(self) -> None:
+        queued = self.queued
+        data = b"".join(queued)
+        queued.clear()
+        wtransport = self.wtransport
+        if data and wtransport is not None and not wtransport.is_closing():
+            wtransport.write(data)
+
+    async def send_raw(self, data: bytes) -> None:
+        """Queue ``data``; everything written during one turn of the event loop goes out in one write.
+
+        Under concurrency many answers finish together, and each write is a syscall
+        plus a wake-up of the client.
+        """
+        transport = self.wtransport
+        if transport is None or transport.is_closing():
+            return
+        if not self.queued:
+            self.loop.call_soon(self.flush)
+        self.queued.append(data)
+        if transport.get_write_buffer_size() > _HIGH_WATER:
+            try:
+                await self.writer.drain()
+            except ConnectionError:  # the client went away; the reader sees EOF next
+                return
+
+    async def stdin_reader(self) -> None:
+        try:
+            async with self.read_writer:
+                while True:
+                    try:
+                        line = await self.reader.readline()
+                    except (asyncio.LimitOverrunError, ValueError):
+                        logger.warning("dropped an over-long line on stdin (limit %d bytes)",
+                                       MAX_LINE_BYTES)
+                        continue
+                    if not line:
+                        return
+                    if line.strip() and not self._fast_took(line):
+                        await self._deliver(line)
+        except anyio.ClosedResourceError:
+            await anyio.lowlevel.checkpoint()
+        finally:
+            if self.fast is not None:
+                self.fast.close()
+
+    def _fast_took(self, line: bytes) -> bool:
+        """Whether the fast path answered this line itself."""
+        fast = self.fast
+        if fast is None or not fast.wants(line):
+            return False
+        try:
+            # The SDK's own parser: same acceptance as the SDK path
+            # (a lone surrogate is an error, not a string).
+            raw = pydantic_core.from_json(line)
+        except ValueError:
+            return False
+        try:
+            return fast.intercept(raw)
+        except Exception:
+            logger.exception("fast path failed on a message; the SDK server takes it")
+            return False
+
+    async def _deliver(self, line: bytes) -> None:
+        """Parse one line for the SDK server; answer what it cannot take."""
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:
+            reply = _error_for(line, exc)
+            if reply is not None:
+                await self.send_raw(reply)
+            else:
+                await self.read_writer.send(exc)
+            return
+        if isinstance(message, types.JSONRPCNotification) and _invalid_id(line):
+            # A request whose id is not a string or an integer would pass
+            # for a notification: refuse it (Invalid Request) instead.
+            await self.send_raw(json.dumps(INVALID_ID).encode() + b"\n")
+            return
+        await self.read_writer.send(SessionMessage(message))
+
+    def _encode(self, session_message: SessionMessage) -> bytes:
+        if self.fast is not None:
+            self.fast.outgoing(session_message.message)
+        return session_message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
+    async def stdout_writer(self) -> None:
+        encode = self._encode
+        try:
+            async with self.write_reader:
+                async for session_message in self.write_reader:
+                    # Under concurrency several answers are ready at once: one write (one
+                    # syscall, one wake-up of the client) carries them all.
+                    batch = [encode(session_message)]
+                    while len(batch) < 64:
+                        try:
+                            batch.append(encode(self.write_reader.receive_nowait()))
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                    await self.send_raw(b"".join(batch))
+        except (anyio.ClosedResourceError, ConnectionError):
+            await anyio.lowlevel.checkpoint()
+
+    def stop_reading(self) -> None:
+        if self.fast is not None:
+            self.fast.close()
+        if self.rtransport is not None:
+            self.rtransport.close()
+
+    def close(self) -> None:
+        self.flush()
+        if self.rtransport is not None:
+            self.rtransport.close()
+        if self.wtransport is not None:
+            self.wtransport.close()

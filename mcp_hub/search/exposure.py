@@ -10,6 +10,7 @@ prompt caches keep hitting.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import json
 import math
@@ -197,84 +198,96 @@ def catalog_description(
     return "\n".join(lines)
 
 
+_READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+
+
 def bridge_definitions(
     deferred: Sequence[Mapping[str, Any]], servers: Mapping[str, str], settings: SettingsLike
 ) -> list[dict[str, Any]]:
     """The three bridge tools' MCP definitions, in a fixed order."""
+    # Fresh copies: a caller may change what it gets without touching the templates.
+    return [_search_definition(deferred, servers, settings), copy.deepcopy(_DESCRIBE_DEFINITION),
+            copy.deepcopy(_CALL_DEFINITION)]
+
+
+def _search_definition(
+    deferred: Sequence[Mapping[str, Any]], servers: Mapping[str, str], settings: SettingsLike
+) -> dict[str, Any]:
     max_limit = max(1, settings.max_limit)
     default_limit = min(max(1, settings.default_limit), max_limit)
-    read_only = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
-    return [
-        {
-            "name": TOOL_SEARCH,
-            "description": catalog_description(deferred, servers, settings),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": {
-                        "type": "string",
-                        "description": "What you want to do, in plain words.",
-                    },
-                    "queries": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "minItems": 1,
-                        "maxItems": MAX_QUERIES,
-                        "description": "Several searches at once; one result list each.",
-                    },
-                    "limit": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": max_limit,
-                        "default": default_limit,
-                        "description": f"Matches per query (default {default_limit}).",
-                    },
+    return {
+        "name": TOOL_SEARCH,
+        "description": catalog_description(deferred, servers, settings),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What you want to do, in plain words.",
+                },
+                "queries": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "maxItems": MAX_QUERIES,
+                    "description": "Several searches at once; one result list each.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": max_limit,
+                    "default": default_limit,
+                    "description": f"Matches per query (default {default_limit}).",
                 },
             },
-            "annotations": {"title": "Search tools", **read_only},
         },
-        {
-            "name": TOOL_DESCRIBE,
-            "description": (
-                "Full input schemas of tools found with tool_search, by exact name. "
-                "Unknown names come back under not_found with close names."
-            ),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "names": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "minItems": 1,
-                        "maxItems": MAX_DESCRIBE,
-                        "description": "Tool names as tool_search returned them.",
-                    }
-                },
-                "required": ["names"],
+        "annotations": {"title": "Search tools", **_READ_ONLY},
+    }
+
+
+_DESCRIBE_DEFINITION: dict[str, Any] = {
+    "name": TOOL_DESCRIBE,
+    "description": (
+        "Full input schemas of tools found with tool_search, by exact name. "
+        "Unknown names come back under not_found with close names."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "maxItems": MAX_DESCRIBE,
+                "description": "Tool names as tool_search returned them.",
+            }
+        },
+        "required": ["names"],
+    },
+    "annotations": {"title": "Describe tools", **_READ_ONLY},
+}
+
+
+_CALL_DEFINITION: dict[str, Any] = {
+    "name": TOOL_CALL,
+    "description": (
+        "Run a tool found with tool_search and return its result. The call goes "
+        "through the same validation as a direct call: an argument error names the "
+        "bad field, so fix it and call again."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "name": {
+                "type": "string",
+                "description": "Exact tool name from tool_search.",
             },
-            "annotations": {"title": "Describe tools", **read_only},
-        },
-        {
-            "name": TOOL_CALL,
-            "description": (
-                "Run a tool found with tool_search and return its result. The call goes "
-                "through the same validation as a direct call: an argument error names the "
-                "bad field, so fix it and call again."
-            ),
-            "inputSchema": {
+            "arguments": {
                 "type": "object",
-                "properties": {
-                    "name": {
-                        "type": "string",
-                        "description": "Exact tool name from tool_search.",
-                    },
-                    "arguments": {
-                        "type": "object",
-                        "description": "The tool's arguments, as its input schema describes.",
-                    },
-                },
-                "required": ["name"],
+                "description": "The tool's arguments, as its input schema describes.",
             },
-            "annotations": {"title": "Call a tool"},
         },
-    ]
+        "required": ["name"],
+    },
+    "annotations": {"title": "Call a tool"},
+}

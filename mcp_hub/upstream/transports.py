@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from mcp_hub import commands, pdeathsig, prespawn
 from mcp_hub.config import ServerConfig
+from mcp_hub.errors import UpstreamError
 from mcp_hub.prespawn import INHERITED_ENV_VARS
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description
@@ -69,7 +70,7 @@ INVALID_RESPONSE = "invalid response from upstream"
 _ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
-class ConnectFailure(Exception):
+class ConnectFailure(UpstreamError):
     """Connecting failed; ``permanent`` says whether retrying without a change can help."""
 
     def __init__(self, message: str, *, permanent: bool = False) -> None:

@@ -1,0 +1,228 @@
+"""Calls on one upstream session: send, deadlines, retry after a lost connection.
+
+Timeout ``timeout`` (per server), reset by every upstream progress notification
+for that call, never beyond ``max_call_seconds`` from the start; paused while a
+sampling or elicitation request of that call is answered downstream. A call in
+flight when the connection dies fails at once; it is retried once, after the
+reconnect, only when the tool is ``readOnlyHint: true`` (or provably never
+reached the server).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import anyio
+import mcp.types as types
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ValidationError
+
+from mcp_hub.context import CallContext
+from mcp_hub.redact import redact
+from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState
+from mcp_hub.upstream.failures import CallLost, validation_summary
+from mcp_hub.upstream.status import ServerState
+from mcp_hub.upstream.transports import INVALID_RESPONSE
+
+__all__ = ["CallsMixin"]
+
+ResultT = TypeVar("ResultT", bound=BaseModel)
+
+_current_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
+    "mcp_hub_upstream_call", default=None
+)
+
+
+class _Call:
+    """A request in flight on this server: routing target and adjustable deadline."""
+
+    __slots__ = ("call", "conn", "hard_deadline", "pauses", "remaining", "scope", "timeout")
+
+    def __init__(self, conn: ConnectionState, call: CallContext | None, timeout: float,
+                 hard_deadline: float) -> None:
+        self.conn = conn
+        self.call = call
+        self.timeout = timeout
+        self.hard_deadline = hard_deadline
+        self.scope: anyio.CancelScope | None = None
+        self.pauses = 0
+        self.remaining = 0.0
+
+    def extend(self) -> None:
+        """Upstream progress: the timeout starts again (bounded by the hard deadline)."""
+        scope = self.scope
+        if scope is not None and not self.pauses:
+            scope.deadline = min(anyio.current_time() + self.timeout, self.hard_deadline)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop the clock while the downstream client answers a request of this call."""
+        scope = self.scope
+        if scope is None:
+            yield
+            return
+        if not self.pauses:
+            self.remaining = scope.deadline - anyio.current_time()
+            scope.deadline = math.inf
+        self.pauses += 1
+        try:
+            yield
+        finally:
+            self.pauses -= 1
+            if not self.pauses:
+                scope.deadline = min(anyio.current_time() + max(self.remaining, 0.0),
+                                     self.hard_deadline)
+
+
+class CallsMixin(ConnectionState):
+    """Forwarding requests on the live session (see the module docstring)."""
+
+    async def wait_session(self, budget: float, old: ClientSession | None = None
+                           ) -> ClientSession | None:
+        """A live session other than ``old``, waiting up to ``budget`` s while (re)connecting."""
+        session = self._live()
+        if session is not None and session is not old:
+            return session
+        if self.state in (ServerState.PARKED, ServerState.DISABLED) or budget <= 0:
+            return None
+        with anyio.move_on_after(budget):
+            while True:
+                await self._session_changed.wait()
+                session = self._live()
+                if session is not None and session is not old:
+                    return session
+                if self.state in (ServerState.PARKED, ServerState.DISABLED):
+                    return None
+        return None
+
+    async def call_tool(
+        self, raw: str, args: dict[str, Any] | None, call: CallContext | None
+    ) -> types.CallToolResult:
+        """Forward ``tools/call`` to the upstream; always returns a ``CallToolResult``."""
+        config = self.config
+        start = anyio.current_time()
+        hard_deadline = start + config.max_call_seconds
+        session = self._live()
+        if session is None:
+            session = await self.wait_session(min(config.timeout, config.connect_timeout))
+            if session is None:
+                return self._error_result(
+                    f"{self._unavailable()}; tool '{raw}' was not called.")
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=raw, arguments=args))
+        for attempt in (1, 2):
+            try:
+                result = await self._send(session, request, types.CallToolResult, call,
+                                          config.timeout, hard_deadline)
+            except TimeoutError:
+                return self._error_result(
+                    f"Server '{self.name}' did not answer tool '{raw}' within "
+                    f"{config.timeout:g} s (timeout); the call was cancelled upstream.")
+            except CallLost as exc:
+                record = self.tools.get(raw)
+                safe = not exc.reached or (record is not None and record.read_only)
+                if attempt == 1 and safe:
+                    budget = min(hard_deadline - anyio.current_time(), config.connect_timeout
+                                 + BACKOFF_INITIAL * (1 + BACKOFF_JITTER))
+                    retry_session = await self.wait_session(budget, old=session)
+                    if retry_session is not None:
+                        session = retry_session
+                        self.log.info("upstream %s: retrying tool %s after reconnect (%s)",
+                                    self.name, raw,
+                                    "read-only" if exc.reached else "never reached the server")
+                        continue
+                return self._error_result(
+                    f"Server '{self.name}' connection was lost during the call to tool "
+                    f"'{raw}': {exc}. The call may or may not have completed.")
+            except MCPError as exc:
+                if exc.code == types.URL_ELICITATION_REQUIRED:
+                    # A request to the client (open this URL), not a tool failure: it
+                    # travels on as the JSON-RPC error it is, data included.
+                    raise
+                if exc.message.startswith(INVALID_RESPONSE):
+                    return self._error_result(
+                        f"Server '{self.name}' did not answer tool '{raw}' with a valid "
+                        f"response: {redact(exc.message)}")
+                return self._error_result(redact(exc.message))
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def request(
+        self,
+        request: Any,
+        result_type: type[ResultT],
+        call: CallContext | None = None,
+        *,
+        what: str,
+    ) -> ResultT:
+        """Send a non-tool request (prompts/get, resources/read, …); errors are ``MCPError``."""
+        config = self.config
+        session = self._live() or await self.wait_session(
+            min(config.timeout, config.connect_timeout))
+        if session is None:
+            raise MCPError(types.INTERNAL_ERROR, f"{self._unavailable()}; {what} failed.")
+        start = anyio.current_time()
+        try:
+            return await self._send(session, request, result_type, call, config.timeout,
+                                    start + config.max_call_seconds)
+        except TimeoutError:
+            raise MCPError(types.REQUEST_TIMEOUT,
+                           f"Server '{self.name}' did not answer {what} within "
+                           f"{config.timeout:g} s") from None
+        except CallLost as exc:
+            raise MCPError(types.INTERNAL_ERROR,
+                           f"Server '{self.name}' connection was lost during {what}: {exc}"
+                           ) from None
+
+    async def _send(
+        self,
+        session: ClientSession,
+        request: Any,
+        result_type: type[ResultT],
+        call: CallContext | None,
+        call_timeout: float,
+        hard_deadline: float,
+    ) -> ResultT:
+        """One request on the live session with the call's routing and deadline rules."""
+        record = _Call(self, call, call_timeout, hard_deadline)
+        key = next(self._ids)
+        self._inflight[key] = record
+        token = _current_call.set(record)
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            record.extend()
+            if call is not None and call.progress_token is not None:
+                await call.report_progress(progress, total, message)
+
+        try:
+            with anyio.CancelScope(
+                deadline=min(anyio.current_time() + call_timeout, hard_deadline)
+            ) as scope:
+                record.scope = scope
+                result = await session.send_request(request, result_type,
+                                                    progress_callback=on_progress)
+            if scope.cancelled_caught:
+                raise TimeoutError
+            return result
+        except ValidationError as exc:
+            # A response to this request, but not of the shape the method returns.
+            message = f"{INVALID_RESPONSE}: {validation_summary(exc, result_type)}"
+            self.log.warning("upstream %s: %s", self.name, message)
+            raise MCPError(types.INTERNAL_ERROR, message) from None
+        except MCPError as exc:
+            if self._is_fatal(exc) and exc.code != types.REQUEST_TIMEOUT:
+                session_gone = self._session_gone(exc)
+                reason = self._lost_reason or (
+                    "the server no longer knows this HTTP session" if session_gone
+                    else exc.message)
+                self._mark_lost(reason)
+                raise CallLost(reason, reached=not session_gone) from None
+            raise
+        finally:
+            _current_call.reset(token)
+            del self._inflight[key]

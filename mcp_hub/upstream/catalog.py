@@ -1,0 +1,235 @@
+"""The catalog of one upstream: its tools, prompts, resources and their pins.
+
+Listing (all pages), cleaning the human-facing text, diffing a new tool listing
+against what is registered and (de)registering only the difference, and
+checking the listing against the tool pins.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import mcp.types as types
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
+
+from mcp_hub.context import CallContext
+from mcp_hub.naming import exposed_name
+from mcp_hub.sanitize import clean_description, clean_tool_definition
+from mcp_hub.upstream.calls import CallsMixin
+from mcp_hub.upstream.conn_state import Kind, ToolRecord
+from mcp_hub.upstream.failures import error_text
+
+__all__ = ["CatalogMixin"]
+
+_MAX_PAGES = 1000
+
+
+def _matches(name: str, patterns: list[str]) -> bool:
+    return any(name == p or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+_ItemT = TypeVar("_ItemT", bound=BaseModel)
+
+
+def _clean_item(item: _ItemT) -> _ItemT:
+    """A prompt, resource or template with invisible characters removed from its
+    human-facing text (description, title)."""
+    update: dict[str, str] = {}
+    for key in ("description", "title"):
+        value = getattr(item, key, None)
+        if isinstance(value, str) and value:
+            cleaned = clean_description(value)
+            if cleaned != value:
+                update[key] = cleaned
+    return item.model_copy(update=update) if update else item
+
+
+def _clean_prompt(prompt: types.Prompt) -> types.Prompt:
+    prompt = _clean_item(prompt)
+    if prompt.arguments:
+        args = [_clean_item(a) for a in prompt.arguments]
+        if any(a is not b for a, b in zip(args, prompt.arguments, strict=True)):
+            prompt = prompt.model_copy(update={"arguments": args})
+    return prompt
+
+
+class CatalogMixin(CallsMixin):
+    """Keeps this upstream's catalog and its registered tools current."""
+
+    async def _list_all(self, session: ClientSession, kind: str) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page: Any
+            if kind == "tools":
+                page = await session.list_tools(params=params)
+                items.extend(page.tools)
+            elif kind == "prompts":
+                page = await session.list_prompts(params=params)
+                items.extend(page.prompts)
+            elif kind == "resources":
+                page = await session.list_resources(params=params)
+                items.extend(page.resources)
+            else:
+                page = await session.list_resource_templates(params=params)
+                items.extend(page.resource_templates)
+            cursor = page.next_cursor
+            if not cursor or cursor in seen:
+                break
+            seen.add(cursor)
+        return items
+
+    async def _sync(self, session: ClientSession, kinds: set[Kind], *, initial: bool = False
+                    ) -> None:
+        if "tools" in kinds and self.supports("tools"):
+            tools = await self._list_all(session, "tools")
+            if self._apply_tools(tools):
+                self.hooks.changed(self.name, "tools")
+        if "prompts" in kinds and self.supports("prompts"):
+            prompts = [_clean_prompt(p) for p in await self._list_all(session, "prompts")]
+            if prompts != self.prompts:
+                self.prompts = prompts
+                self.hooks.changed(self.name, "prompts")
+        if "resources" in kinds and self.supports("resources"):
+            resources = [_clean_item(r) for r in await self._list_all(session, "resources")]
+            try:
+                templates = [_clean_item(t) for t in await self._list_all(session, "templates")]
+            except MCPError as exc:
+                if exc.code != types.METHOD_NOT_FOUND:
+                    raise
+                templates = []
+            if resources != self.resources or templates != self.templates:
+                self.resources = resources
+                self.templates = templates
+                self.hooks.changed(self.name, "resources")
+
+    def _wanted(self, raw: str) -> bool:
+        include, exclude = self.config.include, self.config.exclude
+        if include and not _matches(raw, include):
+            return False
+        return not (exclude and _matches(raw, exclude))
+
+    def _apply_tools(self, tools: list[types.Tool]) -> bool:
+        """Diff the new listing against what is registered; (de)register only the difference."""
+        sep = self.settings.tool_name_separator
+        max_len = self.settings.max_tool_name_length
+        new: dict[str, ToolRecord] = {}
+        taken: dict[str, str] = {}
+        raw_defs: dict[str, dict[str, Any]] = {}
+        for tool in sorted(tools, key=lambda t: t.name):
+            raw = tool.name
+            if not self._wanted(raw) or raw in new:
+                continue
+            name = exposed_name(self.prefix, raw, sep, max_len)
+            if name in taken:
+                self.log.warning("upstream %s: tools %r and %r both map to %r; keeping the first",
+                               self.name, taken[name], raw, name)
+                continue
+            taken[name] = raw
+            # Pins fingerprint what the upstream sent; the model reads the cleaned copy.
+            raw_def = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+            raw_def.pop("resultType", None)
+            raw_defs[raw] = raw_def
+            schema = clean_tool_definition(raw_def)
+            schema["name"] = name
+            ann = tool.annotations
+            new[raw] = ToolRecord(raw, name, schema,
+                                  bool(ann is not None and ann.read_only_hint))
+        blocked = self._check_pins(raw_defs, new)
+        for raw in blocked:
+            del new[raw]
+        old = self.tools
+        removed = [r for r in old.values() if r.raw not in new or new[r.raw].exposed != r.exposed]
+        changed = [r for r in new.values()
+                   if r.raw not in old or old[r.raw].schema != r.schema
+                   or r.exposed in self.rejected]
+        if not removed and not changed:
+            self._mark_blocked(blocked)
+            return False
+        registry = self.registry
+        with registry.batch():
+            for rec in removed:
+                entry = registry.get_entry(rec.exposed)
+                if entry is not None and entry.toolset == self.toolset:
+                    registry.deregister(rec.exposed)
+                self.rejected.pop(rec.exposed, None)
+            for rec in changed:
+                self._register(rec)
+        self._mark_blocked(blocked)
+        self.tools = new
+        self.exposed = {r.exposed: r.raw for r in new.values()}
+        self.log.info("upstream %s: %d tools (%d registered or updated, %d removed)", self.name,
+                    len(new), len(changed), len(removed))
+        return True
+
+    def _check_pins(self, raw_defs: dict[str, dict[str, Any]],
+                    records: dict[str, ToolRecord]) -> dict[str, str]:
+        """Check this listing against the pins; the blocked tools (raw → exposed name)."""
+        pins = self.hooks.pins
+        if pins is None or not raw_defs:
+            return {}
+        try:
+            verdicts = pins.check_many(self.name, raw_defs)
+        except Exception as exc:  # a broken pin file must not take the server down
+            self.log.error("upstream %s: tool pins not checked: %s", self.name, error_text(exc))
+            return {}
+        return {raw: records[raw].exposed for raw, verdict in verdicts.items()
+                if verdict.blocked and raw in records}
+
+    def _mark_blocked(self, blocked: dict[str, str]) -> None:
+        """Show the tools hidden by their pins as rejected, with how to accept them."""
+        for exposed in self.pin_blocked - set(blocked.values()):
+            self.rejected.pop(exposed, None)
+        for raw, exposed in blocked.items():
+            self.rejected[exposed] = (
+                f"changed since pinned; run: mcp-hub pins accept {self.name}/{raw}")
+        if self.pin_blocked != set(blocked.values()):
+            self.pin_blocked = set(blocked.values())
+            self.hooks.pulse()
+
+    def _register(self, rec: ToolRecord) -> bool:
+        holder = self.registry.get_entry(rec.exposed)
+        if (holder is not None and holder.toolset != self.toolset
+                and self.hooks.yields_to(self.name, holder.toolset)):
+            self.rejected[rec.exposed] = (
+                f"shadowed by toolset {holder.toolset!r} (later in servers.toml wins)")
+            return False
+        ok: bool = self.registry.register(
+            rec.exposed, self.toolset, rec.schema, self._handler(rec.raw),
+            description=str(rec.schema.get("description") or ""), origin="upstream",
+        )
+        if ok:
+            self.rejected.pop(rec.exposed, None)
+        else:
+            reason = "name held by another tool"
+            for rej in self.registry.rejections:
+                if rej.name == rec.exposed and rej.toolset == self.toolset:
+                    reason = rej.reason
+            self.rejected[rec.exposed] = reason
+        return ok
+
+    def reassert_tools(self) -> None:
+        """Register again any of this server's tools whose name is free now."""
+        registry = self.registry
+        if self.session is None:
+            return
+        missing = [r for r in self.tools.values() if registry.get_entry(r.exposed) is None]
+        if missing:
+            with registry.batch():
+                for rec in missing:
+                    self._register(rec)
+
+    def _handler(self, raw: str) -> Callable[..., Awaitable[types.CallToolResult]]:
+        async def forward(
+            args: dict[str, Any] | None, *, call: CallContext | None = None, **_: Any
+        ) -> types.CallToolResult:
+            return await self.call_tool(raw, args, call)
+
+        forward.__name__ = f"upstream_{self.name}_tool"
+        return forward

@@ -1,0 +1,223 @@
+"""The state every part of one upstream connection shares.
+
+:class:`ConnectionState` holds what the supervisor, the catalog, the call router
+and the relays of one :class:`~mcp_hub.upstream.connection.ServerConnection`
+read and write: lifecycle state, the live session, the catalog lists, calls in
+flight and the hooks to the manager. The parts are mixins over it, each in its
+own module (:mod:`~mcp_hub.upstream.calls`, :mod:`~mcp_hub.upstream.catalog`,
+:mod:`~mcp_hub.upstream.relays`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import mcp.types as types
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+
+from mcp_hub.config import HubSettings, ServerConfig
+from mcp_hub.pins import PinStore
+from mcp_hub.upstream.status import ServerState, UpstreamStatus
+from mcp_hub.upstream.transports import TransportProbe
+
+if TYPE_CHECKING:
+    from mcp_hub.upstream.calls import _Call
+
+__all__ = ["ConnectionHooks", "ConnectionState", "Kind", "ToolRecord"]
+
+logger = logging.getLogger("mcp_hub.upstream")
+
+Kind = Literal["tools", "prompts", "resources"]
+
+BACKOFF_INITIAL = 1.0
+BACKOFF_MAX = 60.0
+BACKOFF_JITTER = 0.2
+
+
+@dataclass
+class ConnectionHooks:
+    """How a connection tells its manager about changes (all cheap, never raise)."""
+
+    changed: Callable[[str, Kind], None]
+    resource_updated: Callable[[str], Awaitable[None]] | None = None
+    log: Callable[[str, types.LoggingMessageNotificationParams], Awaitable[None]] | None = None
+    logging_level: Callable[[], types.LoggingLevel | None] = lambda: None
+    #: Called after every state or catalog change, for waiters (``UpstreamManager.wait_until``).
+    pulse: Callable[[], None] = lambda: None
+    #: ``yields_to(server, holder_toolset)``: leave the name to the holder (file order).
+    yields_to: Callable[[str, str], bool] = lambda server, toolset: False
+    client_name: str = "mcp-hub"
+    client_version: str = "0.1.0"
+    #: Tool pins (trust on first use); None when pinning is unavailable.
+    pins: PinStore | None = None
+    #: The hub's own answer to a ``roots/list`` no downstream call can take (mcp_hub.roots).
+    roots: Callable[[], types.ListRootsResult] | None = None
+
+
+@dataclass(slots=True)
+class ToolRecord:
+    """One upstream tool as registered: its exposed name and MCP definition."""
+
+    raw: str
+    exposed: str
+    schema: dict[str, Any]
+    read_only: bool
+
+
+class ConnectionState:
+    """Shared state of one upstream connection (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        settings: HubSettings,
+        registry: Any,
+        hooks: ConnectionHooks,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.settings = settings
+        self.registry = registry
+        self.hooks = hooks
+        self.toolset = f"mcp-{name}"
+        self.prefix = config.effective_prefix(name)
+        #: Every log line about this server carries ``server`` (``--log-format json``).
+        self.log = logging.LoggerAdapter(logger, {"server": name})
+
+        self.state = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
+        self.state_since = time.time()
+        self.last_error: str | None = None
+        self.reconnects = 0
+        self.connect_ms: float | None = None
+        self.server_info: types.Implementation | None = None
+        self.capabilities: types.ServerCapabilities | None = None
+        self.session: ClientSession | None = None
+
+        self.tools: dict[str, ToolRecord] = {}
+        self.exposed: dict[str, str] = {}  # exposed → raw
+        self.rejected: dict[str, str] = {}
+        #: Exposed names hidden because their tool changed since it was pinned (policy block).
+        self.pin_blocked: set[str] = set()
+        self.prompts: list[types.Prompt] = []
+        self.resources: list[types.Resource] = []
+        self.templates: list[types.ResourceTemplate] = []
+        self.subscriptions: set[str] = set()
+
+        #: Set once the first attempt has finished (ready, parked or failed).
+        self.first_done = anyio.Event()
+        self.stopped = anyio.Event()
+        self._ready = anyio.Event()
+        self._session_changed = anyio.Event()
+        self._lost = anyio.Event()
+        self._lost_reason = ""
+        self._wake = anyio.Event()
+        self._refresh_wanted = anyio.Event()
+        self._refresh_kinds: set[Kind] = set()
+        self._inflight: dict[int, _Call] = {}
+        self._ids = itertools.count()
+        self._scope: anyio.CancelScope | None = None
+        self._probe: TransportProbe | None = None
+
+    def status(self) -> UpstreamStatus:
+        info = None
+        if self.server_info is not None:
+            info = {"name": self.server_info.name, "version": self.server_info.version}
+        return UpstreamStatus(
+            name=self.name,
+            state=self.state,
+            transport=self.config.transport or "stdio",
+            tools=len(self.tools),
+            prompts=len(self.prompts),
+            resources=len(self.resources),
+            last_error=self.last_error,
+            reconnects=self.reconnects,
+            state_since=self.state_since,
+            connect_ms=self.connect_ms,
+            server_info=info,
+            rejected_tools=self._rejections(),
+            in_flight=len(self._inflight),
+        )
+
+    def _rejections(self) -> dict[str, str]:
+        """Refused names, plus names another upstream took over after we registered them."""
+        out = dict(self.rejected)
+        for rec in self.tools.values():
+            if rec.exposed in out:
+                continue
+            entry = self.registry.get_entry(rec.exposed)
+            if entry is not None and entry.toolset != self.toolset:
+                out[rec.exposed] = (
+                    f"shadowed by toolset {entry.toolset!r} (later in servers.toml wins)"
+                    if entry.toolset.startswith("mcp-")
+                    else f"name held by {entry.origin} tool of toolset {entry.toolset!r}")
+        return out
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the stdio child while one runs (it leads its own process group)."""
+        probe = self._probe
+        return probe.pid if probe is not None and self.config.transport == "stdio" else None
+
+    def _set_state(self, state: ServerState) -> None:
+        if state is not self.state:
+            self.state = state
+            self.state_since = time.time()
+            self.hooks.pulse()
+            self.log.info("upstream %s: %s%s", self.name, state.value,
+                        f" ({self.last_error})" if self.last_error and state in
+                        (ServerState.RECONNECTING, ServerState.PARKED) else "")
+
+    def supports(self, feature: str) -> bool:
+        caps = self.capabilities
+        return caps is not None and getattr(caps, feature, None) is not None
+
+    def _mark_lost(self, reason: str) -> None:
+        if not self._lost.is_set():
+            self._lost_reason = reason
+            self._lost.set()
+            self.hooks.pulse()
+
+    def _is_fatal(self, exc: MCPError) -> bool:
+        return exc.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT) or (
+            self._session_gone(exc))
+
+    def _session_gone(self, exc: MCPError) -> bool:
+        """An HTTP 404 for our session id: the server restarted or expired the session."""
+        if self.config.transport != "http":
+            return False
+        if exc.message in ("Session terminated", "Session not found"):
+            return True
+        probe = self._probe
+        return probe is not None and probe.last_status == 404 and exc.code in (
+            types.INVALID_REQUEST, types.REQUEST_TIMEOUT)
+
+    def request_refresh(self, kind: Kind) -> None:
+        self._refresh_kinds.add(kind)
+        self._refresh_wanted.set()
+
+    def _announce_session_change(self) -> None:
+        event = self._session_changed
+        self._session_changed = anyio.Event()
+        event.set()
+        self.hooks.pulse()
+
+    def _live(self) -> ClientSession | None:
+        session = self.session
+        return session if session is not None and not self._lost.is_set() else None
+
+    def _error_result(self, text: str) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+    def _unavailable(self) -> str:
+        text = f"Server '{self.name}' is {self.state.value}"
+        if self.last_error:
+            text += f": {self.last_error}"
+        return text

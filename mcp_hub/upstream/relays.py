@@ -1,0 +1,121 @@
+"""Server-to-client requests and notifications of one upstream, relayed downstream.
+
+Sampling, elicitation, roots/list and log messages from the upstream go to the
+:class:`~mcp_hub.context.CallContext` of the call that caused them. Over
+Streamable HTTP the SDK delivers them in the context of that request, so the
+routing is exact; on stdio and SSE the wire does not say, and the rule is: the
+most recent call in flight on that server whose downstream client has the
+capability. With none, the upstream gets an error response saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import mcp.types as types
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from mcp_hub.context import CallContext
+from mcp_hub.upstream.calls import _Call, _current_call
+from mcp_hub.upstream.conn_state import ConnectionState
+from mcp_hub.upstream.failures import error_text
+
+__all__ = ["RelaysMixin"]
+
+RelayT = TypeVar("RelayT")
+
+
+class RelaysMixin(ConnectionState):
+    """Answers the upstream's requests to the client (see the module docstring)."""
+
+    def _route(self, capable: Callable[[CallContext], bool] | None) -> _Call | None:
+        current = _current_call.get()
+        if current is not None and current.conn is self:
+            # The transport told us which call caused this: never hand it to another client.
+            call = current.call
+            ok = call is not None and (capable is None or capable(call))
+            return current if ok else None
+        for record in reversed(self._inflight.values()):
+            if record.call is not None and (capable is None or capable(record.call)):
+                return record
+        return None
+
+    def _no_client(self, what: str, capability: str) -> types.ErrorData:
+        if not self._inflight:
+            why = "no downstream call is in flight on this server"
+        else:
+            why = f"no downstream client with a call in flight supports {capability}"
+        return types.ErrorData(code=types.INVALID_REQUEST,
+                               message=f"mcp-hub cannot relay {what}: {why}")
+
+    async def _relay(
+        self, record: _Call, what: str, fn: Callable[[], Awaitable[RelayT]]
+    ) -> RelayT | types.ErrorData:
+        with record.paused():
+            try:
+                return await fn()
+            except MCPError as exc:
+                return exc.error
+            except Exception as exc:
+                self.log.warning("upstream %s: relaying %s failed: %s", self.name, what,
+                               error_text(exc))
+                return types.ErrorData(code=types.INTERNAL_ERROR,
+                                       message=f"mcp-hub could not relay {what}: "
+                                       f"{error_text(exc)}")
+
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        record = self._route(lambda c: c.can_sample)
+        if record is None or record.call is None:
+            return self._no_client("sampling/createMessage", "sampling")
+        call = record.call
+        return await self._relay(record, "sampling/createMessage",
+                                 lambda: call.create_message(params))
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        record = self._route(lambda c: c.can_elicit)
+        if record is None or record.call is None:
+            return self._no_client("elicitation/create", "elicitation")
+        call = record.call
+        return await self._relay(record, "elicitation/create", lambda: call.elicit(params))
+
+    async def _on_list_roots(
+        self, context: ClientRequestContext
+    ) -> types.ListRootsResult | types.ErrorData:
+        record = self._route(lambda c: c.can_list_roots)
+        if record is None or record.call is None:
+            if self.hooks.roots is not None:
+                # Outside a call (or for a client without roots): the hub answers.
+                return self.hooks.roots()
+            return self._no_client("roots/list", "roots")
+        call = record.call
+        return await self._relay(record, "roots/list", call.list_roots)
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        record = self._route(None)
+        if record is not None and record.call is not None:
+            await record.call.log(params.level, params.data, params.logger)
+        elif self.hooks.log is not None:
+            await self.hooks.log(self.name, params)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            text = (f"invalid message ({message.error_count()} validation errors)"
+                    if isinstance(message, ValidationError) else error_text(message))
+            self.log.warning("upstream %s: transport error: %s", self.name, text)
+            return
+        if isinstance(message, types.ToolListChangedNotification):
+            self.request_refresh("tools")
+        elif isinstance(message, types.PromptListChangedNotification):
+            self.request_refresh("prompts")
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self.request_refresh("resources")
+        elif (isinstance(message, types.ResourceUpdatedNotification)
+              and self.hooks.resource_updated is not None):
+                await self.hooks.resource_updated(str(message.params.uri))
