@@ -24,7 +24,7 @@ from mcp_hub.search.embedding_cache import VectorStore
 from mcp_hub.search.encoder import DEFAULT_MODEL
 from mcp_hub.search.grouping import group_matches
 from mcp_hub.search.ranking import Match, SearchIndex, ToolDoc
-from mcp_hub.search.semantic import HybridIndex, SemanticEngine
+from mcp_hub.search.semantic import HybridIndex, SemanticEngine, engine_for
 from mcp_hub.tool_search import ToolSearchBridge, ToolSearchSettings
 
 pytestmark = pytest.mark.anyio
@@ -245,3 +245,20 @@ async def test_tool_search_output_is_byte_stable(cache_dir: Path) -> None:
 
 async def _no_reenter(name: str, args: dict[str, Any], **context: Any) -> Any:
     raise AssertionError("tool_search never calls a tool")
+
+
+def test_list_changed_through_the_bridge_re_embeds_one_tool(cache_dir: Path) -> None:
+    defs = [{"name": f"{s}_{n}", "description": d, "inputSchema": {"type": "object"}} for s, n, d in TOOLS]
+    servers = {d["name"]: d["name"].split("_", 1)[0] for d in defs}
+    state: dict[str, Any] = {"defs": defs, "generation": 1}
+    settings = ToolSearchSettings(mode="on", ranking="hybrid", model=DEFAULT_MODEL, cache_dir=str(cache_dir))
+    bridge = ToolSearchBridge(settings, lambda: (state["defs"], servers, state["generation"]))
+    bridge.search("forecast")
+    cache = engine_for(settings).cache
+    assert cache is not None
+    before = cache.encoded
+    # An upstream's tools/list_changed: one description changes, the registry generation moves on.
+    state["defs"] = [{**defs[0], "description": "Get the hourly weather forecast."}, *defs[1:]]
+    state["generation"] = 2
+    assert [m.name for m in bridge.search("hourly forecast", 1)] == ["weather_get_forecast"]
+    assert cache.encoded == before + 1
