@@ -123,7 +123,7 @@ class MiniLMEncoder:
         self._heads = int(config["num_attention_heads"])
         self._eps = float(config.get("layer_norm_eps", 1e-12))
         self._dim = int(config["hidden_size"])
-        self._model_id = "minilm:" + hashlib.sha256(files["model.safetensors"]).hexdigest()[:16]
+        self._model_id = "minilm-" + hashlib.sha256(files["model.safetensors"]).hexdigest()[:16]
         tok = Tokenizer.from_str(files["tokenizer.json"].decode())
         tok.enable_truncation(_MAX_TOKENS)
         tok.no_padding()
