@@ -13,6 +13,7 @@ scored with the chosen weight, never used to choose); paste the result into
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from dataclasses import replace
@@ -72,6 +73,20 @@ def fit(engine: SemanticEngine, queries: list[Query], index: HybridIndex, labels
     return best
 
 
+def print_kinds(queries: list[Query], rankers: dict[str, Searcher]) -> None:
+    """Blind-set recall@5 per kind of query (paraphrase, keyword, task, product, ambiguous)."""
+    kinds: dict[str, str] = {}
+    for line in SETS["blind"][1].read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            kinds[row["query"]] = row.get("kind", "?")
+    print("\nblind recall@5 by kind:")
+    for kind in sorted(set(kinds.values())):
+        subset = [q for q in queries if kinds.get(q.text) == kind]
+        cells = "  ".join(f"{label} {evaluate(search, subset).recall_at_5:.3f}" for label, search in rankers.items())
+        print(f"  {kind:<11} n={len(subset):<4} {cells}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="tool_search quality on the tuning and blind sets")
     parser.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default: a temporary one)")
@@ -93,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = {label: evaluate(search, queries) for label, search in rankers.items()}
             for label, s in results[name].items():
                 print(f"{name:<8} {label:<17} {s.n:>4} {s.recall_at_1:>9.3f} {s.recall_at_5:>9.3f} {s.mrr:>7.3f}")
+        print_kinds(loaded["blind"][0], loaded["blind"][1])
         print("\ngap (tuning minus blind):")
         for label in results["blind"]:
             t, b = results["tuning"][label], results["blind"][label]
