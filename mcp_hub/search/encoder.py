@@ -20,7 +20,7 @@ import importlib.util
 import json
 import threading
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -105,7 +105,7 @@ def load_encoder(source: str = DEFAULT_MODEL) -> Encoder:
         ) from exc
     files = _read_model_files(source)
     try:
-        return MiniLMEncoder(files)
+        return MiniLMEncoder(files, lambda: _read_model_files(source)["model.safetensors"])
     except EncoderUnavailable:
         raise
     except Exception as exc:  # a corrupt or foreign model: report, never crash the hub
@@ -115,7 +115,7 @@ def load_encoder(source: str = DEFAULT_MODEL) -> Encoder:
 class MiniLMEncoder:
     """A BERT encoder with mean pooling, as sentence-transformers runs all-MiniLM-L6-v2."""
 
-    def __init__(self, files: Mapping[str, bytes]) -> None:
+    def __init__(self, files: Mapping[str, bytes], reload: Callable[[], bytes] | None = None) -> None:
         from tokenizers import Tokenizer
 
         config: dict[str, Any] = json.loads(files["config.json"])
@@ -128,9 +128,12 @@ class MiniLMEncoder:
         tok.enable_truncation(_MAX_TOKENS)
         tok.no_padding()
         self._tok = tok
-        # The weights are parsed on the first forward pass: a warm start whose
-        # token table is cached on disk never needs them.
-        self._raw: bytes | None = files["model.safetensors"]
+        # The weights are read and parsed on the first forward pass (``reload``
+        # reads them again): a warm start whose token table is cached on disk
+        # never needs them, and does not hold 90 MB for nothing.
+        weights = files["model.safetensors"]
+        self._reload: Callable[[], bytes] = reload or (lambda: weights)
+        self._pending = True
         self._lock = threading.Lock()
         self._layers: list[tuple[Any, ...]] = []
 
@@ -139,15 +142,18 @@ class MiniLMEncoder:
         from safetensors.numpy import load
 
         with self._lock:
-            if self._raw is None:
+            if not self._pending:
                 return
-            w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(self._raw).items()}
+            raw = self._reload()
+            if hashlib.sha256(raw).hexdigest()[:16] != self._model_id.removeprefix("minilm-"):
+                raise EncoderUnavailable("the model's weights changed on disk since it was loaded")
+            w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(raw).items()}
             self._word = w["embeddings.word_embeddings.weight"]
             self._pos = w["embeddings.position_embeddings.weight"]
             self._type0 = w["embeddings.token_type_embeddings.weight"][0]
             self._ln0 = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
             self._layers = [self._layer(w, i) for i in range(int(self._config["num_hidden_layers"]))]
-            self._raw = None
+            self._pending = False
 
     @staticmethod
     def _layer(w: Mapping[str, Any], i: int) -> tuple[Any, ...]:
@@ -203,7 +209,7 @@ class MiniLMEncoder:
     def _forward(self, batch: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         import numpy as np
 
-        if self._raw is not None:
+        if self._pending:
             self._load_weights()
         n, length = len(batch), max(len(b) for b in batch)
         ids = np.zeros((n, length), dtype=np.int64)

@@ -162,7 +162,11 @@ class HybridIndex:
         """The ``limit`` best tools for ``query`` by fused score, best first."""
         if limit <= 0 or not len(self.lexical):
             return []
-        cosine = self.matrix @ self.query_vector(query)
+        try:
+            cosine = self.matrix @ self.query_vector(query)
+        except Exception as exc:  # e.g. the weights vanished while a new word piece needed them
+            logger.warning("tool_search ranks this query lexically: %s: %s", type(exc).__name__, exc)
+            return self.lexical.search(query, limit)
         ranked = fuse(self.lexical.scores(query), cosine, limit, self._engine.fusion)
         return [self.lexical.match(doc, score) for doc, score in ranked]
 
