@@ -245,6 +245,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     ts = status["tool_search"]
     print(f"tool_search: mode={ts['mode']} active={ts['active']} "
           f"deferrable_tokens={ts['deferrable_tokens']} threshold={ts['threshold_tokens']}")
+    ranking = ts.get("ranking") or {}
+    if ranking:
+        why = f" ({ranking['reason']})" if ranking.get("reason") else ""
+        print(f"tool_search ranking: {ranking.get('active')} (configured {ranking.get('configured')}){why}")
     for r in status["rejected_tools"]:
         print(f"REJECTED {r['name']} from {r['toolset']}: {r['reason']}")
     return 0

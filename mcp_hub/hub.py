@@ -47,7 +47,7 @@ from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.telemetry import start_telemetry, stop_telemetry
 from mcp_hub.state import StateBackend, open_state
-from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
+from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
 from mcp_hub.upstream.oauth.attach import login_wanted
@@ -399,6 +399,7 @@ class Hub(ServingMixin):
             "deferrable_tokens": plan.deferrable_tokens,
             "threshold_tokens": plan.threshold_tokens,
             "deferred_tools": len(plan.deferred),
+            "ranking": ranking_status(self.config.tool_search),
         }
 
     async def call_tool(

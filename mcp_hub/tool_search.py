@@ -33,26 +33,31 @@ from mcp_hub.search.ranking import (
     SearchIndex,
     ToolDoc,
 )
+from mcp_hub.search.semantic import HybridIndex, SemanticEngine, engine_for, ranking_status
 
 __all__ = [
     "BRIDGE_NAMES",
     "DEFAULT_WEIGHTS",
     "CatalogProvider",
     "ExposurePlan",
+    "HybridIndex",
     "IndexCache",
     "Match",
     "Mode",
     "RankingWeights",
     "Reenter",
     "SearchIndex",
+    "SemanticEngine",
     "SettingsLike",
     "ToolDoc",
     "ToolSearchBridge",
     "ToolSearchSettings",
     "bridge_definitions",
     "catalog_description",
+    "engine_for",
     "estimate_tokens",
     "is_deferrable",
     "plan_exposure",
+    "ranking_status",
     "threshold_tokens",
 ]

@@ -33,6 +33,7 @@ from mcp_hub.search.exposure import (
     server_label,
     threshold_tokens,
 )
+from mcp_hub.search.grouping import group_matches
 from mcp_hub.search.ranking import (
     DEFAULT_WEIGHTS,
     Match,
@@ -40,6 +41,7 @@ from mcp_hub.search.ranking import (
     SearchIndex,
     ToolDoc,
 )
+from mcp_hub.search.semantic import HybridIndex, engine_for
 
 __all__ = ["CatalogProvider", "Reenter", "ToolSearchBridge"]
 
@@ -57,7 +59,7 @@ class Reenter(Protocol):
 class _Catalog:
     by_name: dict[str, Mapping[str, Any]]
     servers: Mapping[str, str]
-    index: SearchIndex
+    index: SearchIndex | HybridIndex
     by_lower: dict[str, list[str]]
     by_raw: dict[str, list[str]]
     tokens: int
@@ -105,10 +107,11 @@ class ToolSearchBridge:
             # part of the bridge's catalog even if the provider hands them over.
             defs = [d for d in definitions if is_deferrable(d, "upstream", self.settings)]
             names = [str(d.get("name", "")) for d in defs]
-            index = SearchIndex.build(
+            lexical = SearchIndex.build(
                 (ToolDoc.from_definition(d, server_label(n, servers)) for n, d in zip(names, defs, strict=True)),
                 self._weights,
             )
+            index = engine_for(self.settings).index(lexical)
             by_lower: dict[str, list[str]] = {}
             by_raw: dict[str, list[str]] = {}
             for doc in index.docs:
@@ -211,8 +214,10 @@ class ToolSearchBridge:
             return _error(str(exc))
         results = []
         for q in queries:
-            matches = cat.index.search(q, limit)
-            entry: dict[str, Any] = {"query": q, "matches": [m.as_dict() for m in matches]}
+            # A few more than asked, so that near-duplicates folded into a group
+            # leave room for distinct answers.
+            matches = group_matches(cat.index.search(q, limit * 3), limit)
+            entry: dict[str, Any] = {"query": q, "matches": matches}
             if not matches:
                 entry["sources"] = _sources(cat)
                 entry["hint"] = (

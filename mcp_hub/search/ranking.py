@@ -289,6 +289,15 @@ class SearchIndex:
         """The ``limit`` best tools for ``query``, best first; tools with score 0 are left out."""
         if limit <= 0 or not self._docs:
             return []
+        scores = self.scores(query)
+        # nlargest with a C-level key is the fast path; re-sort a few more than asked so
+        # that ties go to the tool listed first, whatever order the terms came in.
+        top = heapq.nlargest(limit + 8, scores.items(), key=itemgetter(1))
+        top.sort(key=lambda kv: (-kv[1], kv[0]))
+        return [self.match(doc_id, score) for doc_id, score in top[:limit] if score > 0]
+
+    def scores(self, query: str) -> dict[int, float]:
+        """Lexical score per doc id for every tool ``query`` touches (exact names score 1e6 more)."""
         scores: dict[int, float] = {}
         get = scores.get
         for term, qw in self.query_terms(query).items():
@@ -304,13 +313,10 @@ class SearchIndex:
         for key in _exact_keys(query):
             for doc_id in self._exact.get(key, ()):
                 scores[doc_id] = get(doc_id, 0.0) + _EXACT_BONUS
-        # nlargest with a C-level key is the fast path; re-sort a few more than asked so
-        # that ties go to the tool listed first, whatever order the terms came in.
-        top = heapq.nlargest(limit + 8, scores.items(), key=itemgetter(1))
-        top.sort(key=lambda kv: (-kv[1], kv[0]))
-        return [self._match(doc_id, score) for doc_id, score in top[:limit] if score > 0]
+        return scores
 
-    def _match(self, doc_id: int, score: float) -> Match:
+    def match(self, doc_id: int, score: float) -> Match:
+        """The search hit for tool ``doc_id`` (descriptions shortened once, then cached)."""
         d = self._docs[doc_id]
         short = self._short.get(doc_id)
         if short is None:
