@@ -35,8 +35,8 @@ from mcp_hub.auth.settings import AccessRule, AuditConfig, AuthConfig, NamedToke
 from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
 from mcp_hub.naming import is_upstream_toolset
-from mcp_hub.telemetry.settings import TelemetryConfig
 from mcp_hub.oauth_settings import OAuthSettings
+from mcp_hub.telemetry.settings import TelemetryConfig
 
 __all__ = [
     "BuiltinsConfig",

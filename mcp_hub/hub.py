@@ -45,8 +45,8 @@ from mcp_hub.registry import registry as global_registry
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
-from mcp_hub.telemetry import start_telemetry, stop_telemetry
 from mcp_hub.state import StateBackend, open_state
+from mcp_hub.telemetry import start_telemetry, stop_telemetry
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager

@@ -38,10 +38,10 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_hub.access import Caller
 from mcp_hub.auth.audit import AuditLog
 from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, sdk_user
 from mcp_hub.auth.identity import Identity
-from mcp_hub.access import Caller
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.draining import DrainGuard

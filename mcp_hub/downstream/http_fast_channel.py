@@ -10,6 +10,7 @@ path hands to :meth:`HttpChannel` via ``fast.pending``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -72,11 +73,17 @@ class HttpChannel:
         info = getattr(params, "client_info", None)
         self.client_name: str | None = getattr(info, "name", None)
 
-    def context(self, rid: Any, name: str) -> RelayCallContext:
-        """The call's context: the one relay context of every transport, over this channel."""
+    def context(self, rid: Any, name: str, meta: dict[str, Any] | None = None,
+                headers: Mapping[str, str] | None = None) -> RelayCallContext:
+        """The call's context: the one relay context of every transport, over this channel.
+
+        ``meta`` and ``headers`` carry the client's trace context, as on the SDK path.
+        """
         return RelayCallContext(self, tool_name=name, request_id=rid, progress_token=None,
                                 client_capabilities=self.capabilities, client_name=self.client_name,
-                                session=self.session.connection, hub=self.hub)
+                                session=self.session.connection, hub=self.hub, meta=meta,
+                                headers=headers, transport="tcp",
+                                protocol_version=self.session.version, session_id=self.session.sid)
 
     # the Downstream of mcp_hub.downstream.call_context
     def log_threshold(self) -> str | None:

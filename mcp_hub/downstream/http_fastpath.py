@@ -49,6 +49,7 @@ from mcp.types import (
     CONNECTION_CLOSED,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.access import Caller
@@ -56,6 +57,7 @@ from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.fastpath import _Pending
 from mcp_hub.downstream.http_fast_channel import HttpChannel, send_accepted, send_json
+from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.prepared_lists import LIST_METHODS, prepared_lists
 
@@ -182,14 +184,17 @@ class HttpFastPath:
         if session is None or endpoint is None:
             await self.app(scope, receive, send)
             return
+        # The endpoint's profile with the signed-in identity of this request, as on the SDK path.
+        endpoint = (endpoint[0], scope_caller(scope, endpoint[1]))
         read = await buffer_body(receive, limit=self.max_body)
         raw = _parse(read.body) if read.complete else None
-        if raw is None or not await self._serve(raw, session, endpoint, read.receive, send):
+        if raw is None or not await self._serve(raw, session, endpoint, read.receive, send,
+                                                scope.get("headers", [])):
             await self.app(scope, read.receive, send)
 
     async def _serve(self, raw: dict[str, Any], session: FastSession,
                      endpoint: tuple[StreamableHTTPSessionManager, Caller], receive: Receive,
-                     send: Send) -> bool:
+                     send: Send, headers: list[tuple[bytes, bytes]]) -> bool:
         method, rid, params = raw.get("method"), raw.get("id"), raw.get("params")
         if method is None:
             return await self._answer(session, rid, raw, send)
@@ -198,7 +203,7 @@ class HttpFastPath:
         if not is_request_id(rid) or (params is not None and not isinstance(params, dict)):
             return False
         if method == "tools/call":
-            return await self._call(session, endpoint, rid, params, receive, send)
+            return await self._call(session, endpoint, rid, params, receive, send, headers)
         if method not in LIST_METHODS and method != "ping":
             return False
         manager = endpoint[0]
@@ -248,7 +253,8 @@ class HttpFastPath:
         return True
 
     async def _call(self, session: FastSession, endpoint: tuple[StreamableHTTPSessionManager, Caller],
-                    rid: Any, params: Any, receive: Receive, send: Send) -> bool:
+                    rid: Any, params: Any, receive: Receive, send: Send,
+                    headers: list[tuple[bytes, bytes]]) -> bool:
         if not isinstance(params, dict):
             return False
         name, arguments, meta = params.get("name"), params.get("arguments", {}), params.get("_meta")
@@ -273,7 +279,7 @@ class HttpFastPath:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(_watch_disconnect, receive, cancel)
                         with cancel:
-                            call = channel.context(rid, name)
+                            call = channel.context(rid, name, meta, Headers(raw=headers))
                             message = await call_message(self.hub, caller, session.version, rid,
                                                          name, arguments, call)
                         tg.cancel_scope.cancel()

@@ -19,7 +19,7 @@ from mcp_hub.config import HttpConfig
 from mcp_hub.errors import ConfigError
 from mcp_hub.hub import Hub
 
-__all__ = ["IDENTITY_KEY", "build_authenticator", "caller_for"]
+__all__ = ["IDENTITY_KEY", "build_authenticator", "caller_for", "scope_caller"]
 
 IDENTITY_KEY = "mcp_hub.identity"
 
@@ -27,7 +27,11 @@ IDENTITY_KEY = "mcp_hub.identity"
 def caller_for(ctx: Any, base: Caller) -> Caller:
     """``base`` (the endpoint's caller) with the identity of the request behind ``ctx``, if any."""
     request = getattr(ctx, "request", None)
-    scope = getattr(request, "scope", None)
+    return scope_caller(getattr(request, "scope", None), base)
+
+
+def scope_caller(scope: Any, base: Caller) -> Caller:
+    """``base`` with the identity the HTTP guard stored on the ASGI ``scope``, if any."""
     identity = scope.get(IDENTITY_KEY) if isinstance(scope, dict) else None
     if not isinstance(identity, Identity):
         return base

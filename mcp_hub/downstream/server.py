@@ -16,7 +16,7 @@ from mcp.server.models import InitializationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller, remember_caller
-from mcp_hub.downstream.call_context import SessionCallContext, connection_of
+from mcp_hub.downstream.call_context import connection_of
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions

@@ -54,9 +54,9 @@ from mcp_hub.upstream.conn_state import (
     ToolRecord,
 )
 from mcp_hub.upstream.failures import classify_connect_failure, error_text
+from mcp_hub.upstream.modern import follow_changes, keepalive_request, open_session
 from mcp_hub.upstream.oauth.attach import wait_for_login
 from mcp_hub.upstream.oauth.errors import NeedsLogin
-from mcp_hub.upstream.modern import follow_changes, keepalive_request, open_session
 from mcp_hub.upstream.relays import RelaysMixin
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import ConnectFailure, TransportProbe, open_transport
