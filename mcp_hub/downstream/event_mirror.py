@@ -29,6 +29,7 @@ from mcp.types import JSONRPCMessage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.downstream.event_store import BoundedEventStore
+from mcp_hub.downstream.sealed_session import session_credential
 from mcp_hub.state import StateBackend, StateUnavailable
 
 __all__ = ["EventMirror", "MirroredReplay"]
@@ -135,7 +136,7 @@ class MirroredReplay:
         last = headers.get(b"last-event-id")
         sid = headers.get(b"mcp-session-id")
         if (not last or not sid or last.startswith(self.prefix)
-                or not self.owns(sid, headers.get(b"authorization", ""), scope["path"])):
+                or not self.owns(sid, session_credential(scope), scope["path"])):
             await self.app(scope, receive, send)
             return
         found = await self.mirror.after(sid, last)

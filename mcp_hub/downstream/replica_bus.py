@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.sealed_session import session_credential
 from mcp_hub.state import StateBackend, StateUnavailable
 
 __all__ = ["BusTap", "ReplicaBus"]
@@ -202,8 +203,7 @@ class BusTap:
             return
         read = await buffer_body(receive, limit=self.max_body)
         if read.complete and _needs_routing(read.body):
-            auth = next((v.decode("latin-1") for k, v in scope["headers"]
-                         if k == b"authorization"), "")
+            auth = session_credential(scope)
             # Only the session's own credential may answer or cancel on its behalf.
             if self.owns(sid, auth, scope.get("path", "")):
                 await self.bus.client_message(sid, read.body)

@@ -39,7 +39,7 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_hub.access import Caller
 from mcp_hub.downstream.asgi_body import buffer_body
-from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag
+from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag, session_credential
 from mcp_hub.log_levels import set_client_log_level
 from mcp_hub.state import StateBackend, StateUnavailable
 
@@ -198,12 +198,11 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         if not self.sealing:
             await super()._handle_stateful_request(scope, receive, send)
             return
-        sid = auth = None
+        sid = None
         for name, value in scope["headers"]:
             if name == _HEADER:
                 sid = value.decode("latin-1")
-            elif name == b"authorization":
-                auth = value.decode("latin-1")
+        auth = session_credential(scope)
         if sid is None:
             await self._open_new(scope, receive, send, auth or "")
             return
@@ -290,9 +289,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                                      scope: Scope, receive: Receive, send: Send) -> None:
         sid = http_transport.mcp_session_id
         if sid is not None:
-            auth = next((v.decode("latin-1") for k, v in scope["headers"]
-                         if k == b"authorization"), "")
-            self._owner_tags[sid] = credential_tag(auth)
+            self._owner_tags[sid] = credential_tag(session_credential(scope))
         await super()._serve_opening_request(http_transport, scope, receive, send)
 
     async def _run_recovered(self, transport: StreamableHTTPServerTransport, params: dict[str, Any],

@@ -28,12 +28,23 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from mcp_hub.downstream.identity import IDENTITY_KEY
+
 __all__ = ["PREFIX", "SessionSealer", "credential_tag"]
 
 #: Every sealed id starts with this (and the key version), so they are told from plain ids.
 PREFIX = "s1."
 _AAD = b"mcp-hub session v1"
 _MAX_ID = 4096
+
+
+def session_credential(scope: Any) -> str:
+    """What a session is bound to: the signed-in identity the HTTP guard found, so a
+    refreshed access token keeps its session, or else the Authorization header."""
+    identity = scope.get(IDENTITY_KEY)
+    if identity is not None:
+        return f"identity\0{identity.kind}\0{getattr(identity, 'iss', None) or ''}\0{identity.name}"
+    return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), "")
 
 
 @functools.lru_cache(maxsize=256)
