@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 import regex as re
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
+from mcp_hub.errors import HubError
 from mcp_hub.registry import registry, tool_error
 from mcp_hub.runtime import get_config
 
@@ -65,11 +66,11 @@ SKIPPED_DIRS = frozenset({
 })
 
 
-class OutsideRootsError(ValueError):
+class OutsideRootsError(HubError, ValueError):
     """A path whose real location is not under any allowed root."""
 
 
-class _Refused(Exception):
+class _Refused(HubError):
     """A failure the model should read: becomes an isError result with this message."""
 
 

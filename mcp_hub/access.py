@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hub.config import HubConfig
 from mcp_hub.pipeline import unknown_tool
 from mcp_hub.registry import ToolRegistry
-from mcp_hub.toolsets import ALL_ALIASES, reached_toolsets, resolve_profile
+from mcp_hub.toolsets import ALL_ALIASES, DEFAULT_TOOLSETS, Toolsets
 
 __all__ = [
     "EVERYONE",
@@ -132,9 +132,12 @@ def _servers_of(names: Iterable[str]) -> frozenset[str]:
 class AccessControl:
     """Computes and applies :class:`AccessPolicy` for callers of one hub."""
 
-    def __init__(self, config: Callable[[], HubConfig], registry: ToolRegistry, owners: Owners) -> None:
+    def __init__(self, config: Callable[[], HubConfig], registry: ToolRegistry, owners: Owners,
+                 toolsets: Toolsets | None = None) -> None:
         self._config = config
         self._registry = registry
+        #: The Hub's own toolsets (composites from its config); the process-wide table if none.
+        self._toolsets = toolsets if toolsets is not None else DEFAULT_TOOLSETS
         self._owners = owners
         self._cache: OrderedDict[Caller, tuple[int, HubConfig, AccessPolicy]] = OrderedDict()
 
@@ -165,10 +168,10 @@ class AccessControl:
         if prof is None:
             # An unknown profile (removed by a reload) reaches nothing.
             return AccessPolicy(tools=frozenset(), servers=frozenset())
-        names = resolve_profile(prof.toolsets, prof.disabled_toolsets, self._registry)
+        names = self._toolsets.resolve_profile(prof.toolsets, prof.disabled_toolsets, self._registry)
         tools = None if names is None else frozenset(names)
-        denied = _servers_of(reached_toolsets(prof.disabled_toolsets))
-        reached = reached_toolsets(prof.toolsets)
+        denied = _servers_of(self._toolsets.reached_toolsets(prof.disabled_toolsets))
+        reached = self._toolsets.reached_toolsets(prof.toolsets)
         everything = not prof.toolsets or bool(reached & ALL_ALIASES)
         servers = None if everything else _servers_of(reached)
         return AccessPolicy(tools=tools, servers=servers, denied_servers=denied)
@@ -237,10 +240,21 @@ class AccessControl:
             raise unknown_resource(ref.uri)
 
 
+#: The key of a connection's caller on its state (a dict), for notifications sent later.
+CALLER_KEY = "mcp_hub.caller"
+
+
+def remember_caller(connection: Any, caller: Caller) -> None:
+    """Store the caller on a connection, for notifications sent to it later."""
+    state = getattr(connection, "state", None)
+    if isinstance(state, dict):
+        state[CALLER_KEY] = caller
+
+
 def caller_of_state(state: Any) -> Caller:
     """The caller stored on a connection's state (the unrestricted caller if none)."""
     if isinstance(state, dict):
-        found = state.get("mcp_hub.caller")
+        found = state.get(CALLER_KEY)
         if isinstance(found, Caller):
             return found
     return EVERYONE

@@ -2,16 +2,37 @@
 
 ::
 
-    HubError                 anything the hub itself reports
-     ├── ConfigError         servers.toml / settings are wrong; the message names the key path
-     └── UpstreamError       an upstream server failed (connect, initialize, call)
+    HubError                         anything the hub itself reports
+     ├── ConfigError                 servers.toml / settings are wrong; names the key path
+     ├── UpstreamError               an upstream server failed
+     │    ├── ConnectFailure         connecting failed; ``permanent`` says if retrying helps
+     │    │                          (mcp_hub.upstream.transports)
+     │    └── CallLost               the connection died while a request was in flight
+     │                               (mcp_hub.upstream.failures)
+     ├── PinError                    the tool pin file cannot be read or written (mcp_hub.pins)
+     ├── JsonEditError (+ValueError) a client config is not JSON(C) of the expected shape
+     │                               (mcp_hub.jsonedit)
+     └── OutsideRootsError, _Refused the file tools refuse a path or an argument
+                                     (builtin_tools.file_tools)
 
-    MCPError (mcp SDK)
-     └── UnknownToolError    tools/call named a tool the hub does not expose (-32602)
+    MCPError (mcp SDK)               protocol errors: travel to the client as JSON-RPC errors
+     ├── UnknownToolError            tools/call named a tool the caller cannot reach (-32602)
+     └── NoClientError               no downstream client can answer an upstream's request
+                                     (mcp_hub.context)
 
-Foreign exceptions are translated at the boundary into the most specific class
-here (``raise UpstreamError(msg) from exc``). This module imports nothing of the
-project so every other module can import it.
+Where they are translated:
+
+* upstream side: any transport or SDK exception while connecting becomes a
+  ``ConnectFailure`` (``mcp_hub.upstream.failures.classify_connect_failure``); a
+  failed call becomes an ``isError`` result or an ``MCPError`` naming the server;
+* tool handlers: any exception except ``MCPError`` becomes an ``isError`` result
+  with sanitised text (``ToolRegistry.dispatch``), so a tool never breaks a session;
+* CLI: a ``HubError`` ends the command with its message, redacted (exit status
+  2 for a ``ConfigError``, 1 otherwise).
+
+Programming errors of a plugin (``ValueError``/``PermissionError`` from
+``ToolRegistry.register``) are not translated: they fail the plugin's load.
+This module imports nothing of the project so every other module can import it.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ through ``call.hub``.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Hashable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -42,13 +42,16 @@ from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure
-from mcp_hub.toolsets import register_composite, unregister_composite
+from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
 from mcp_hub.upstream.oauth.attach import login_wanted
 
 __all__ = ["Hub"]
 
 logger = logging.getLogger(__name__)
+
+#: What tool_search searches: (definitions, name -> server, availability key).
+Catalog = tuple[list[dict[str, Any]], dict[str, str], Hashable]
 
 _TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations",
                 "_meta", "icons", "execution")
@@ -87,7 +90,10 @@ class Hub(ServingMixin):
             on_log=self._on_upstream_log,
         )
         #: The one enforcement point for what each caller may reach.
-        self.access = AccessControl(lambda: self.config, self.registry, self.upstreams)
+        #: This hub's toolsets: the builtin ones plus the composites of its config.
+        self.toolsets = Toolsets()
+        self.access = AccessControl(lambda: self.config, self.registry, self.upstreams,
+                                    self.toolsets)
         self.bridge = self.bridge_for(EVERYONE)
         #: The one start-up deadline every request's wait is bounded by.
         self.startup = StartupGate(self.upstreams, self.registry, config.hub.startup_timeout,
@@ -99,7 +105,7 @@ class Hub(ServingMixin):
         self._tg: anyio.abc.TaskGroup | None = None
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
         self._bridge_active: dict[Caller, bool] = {}
-        self._catalog_cache: dict[Caller, tuple[list[dict[str, Any]], dict[str, str], int]] = {}
+        self._catalog_cache: dict[Caller, tuple[Hashable, Catalog]] = {}
         #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
         self.drain = Drain()
         #: Calls by (HTTP session, request id), for cancelling undeliverable ones.
@@ -118,7 +124,7 @@ class Hub(ServingMixin):
         if self._load_builtins:
             self._install_builtins()
         for name, ts in self.config.toolsets.items():
-            register_composite(name, ts.tools, ts.includes, ts.description)
+            self.toolsets.register_composite(name, ts.tools, ts.includes, ts.description)
         if self._load_plugins:
             self._install_plugins()
         self.registry.add_listener(self._on_registry_change)
@@ -208,9 +214,9 @@ class Hub(ServingMixin):
         runtime.set_config(new)
         self.registry.allow_tool_override = new.hub.allow_tool_override
         for name in set(old.toolsets) - set(new.toolsets):
-            unregister_composite(name)
+            self.toolsets.unregister_composite(name)
         for name, ts in new.toolsets.items():
-            register_composite(name, ts.tools, ts.includes, ts.description)
+            self.toolsets.register_composite(name, ts.tools, ts.includes, ts.description)
         self.config = new
         for bridge in self._bridges.values():
             bridge.settings = new.tool_search
@@ -306,22 +312,23 @@ class Hub(ServingMixin):
         servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
         return origins, servers
 
-    def _deferred_catalog(self, caller: Caller) -> tuple[list[dict[str, Any]], dict[str, str], int]:
+    def _deferred_catalog(self, caller: Caller) -> Catalog:
         """What ``tool_search`` searches for ``caller``: the upstream and plugin tools it may reach.
 
-        Cached per caller and registry generation, so a bridge call costs no registry scan.
+        Cached per caller and availability (generation and check_fn results), so a bridge
+        call costs no registry scan.
         """
-        generation = self.registry.generation
+        available = self.registry.definitions.availability_key()
         cached = self._catalog_cache.get(caller)
-        if cached is not None and cached[2] == generation:
-            return cached
+        if cached is not None and cached[0] == available:
+            return cached[1]
         defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
         result = ([d for d in defs if origins.get(d["name"]) in ("upstream", "plugin")], servers,
-                  generation)
+                  available)
         if len(self._catalog_cache) >= 64:
             self._catalog_cache.clear()
-        self._catalog_cache[caller] = result
+        self._catalog_cache[caller] = (available, result)
         return result
 
     def bridge_for(self, who: Caller | str | None) -> ToolSearchBridge:
@@ -339,7 +346,9 @@ class Hub(ServingMixin):
     def list_tools(self, profile: Caller | str | None = None) -> list[types.Tool]:
         """The tools/list answer for a caller or profile (None = everything), cached per generation."""
         caller = as_caller(profile)
-        key = (caller, self.registry.generation)
+        # Keyed on what the registry's definition cache says is available now, not the
+        # bare generation: a check_fn that flips after its TTL changes the key.
+        key = (caller, self.registry.definitions.availability_key())
         cached = self._tools_cache.get(key)
         if cached is not None:
             return cached
@@ -475,6 +484,3 @@ class Hub(ServingMixin):
             ],
             **extra,
         }
-
-    def matches_always_visible(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, g) for g in self.config.tool_search.always_visible)

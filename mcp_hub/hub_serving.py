@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from mcp_hub.access import AccessControl, Caller
+from mcp_hub.access import AccessControl, Caller, remember_caller
 from mcp_hub.context import CallContext
 from mcp_hub.log_levels import client_log_level, most_verbose, set_client_log_level
 from mcp_hub.sessions import SessionTracker
@@ -86,6 +86,8 @@ class ServingMixin:
         """``resources/subscribe`` for one connection; a closed session stops being a subscriber."""
         await self.wait_lists()
         self.access.check_resource(caller, uri)
+        # Updates are filtered again at delivery by the caller remembered here.
+        remember_caller(connection, caller)
         subs = self.resource_subscribers.setdefault(uri, [])
         if connection not in subs:
             subs.append(connection)

@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from mcp_hub.errors import HubError
+
 __all__ = ["JsonEditError", "get_member", "parse", "remove_member", "set_member"]
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 
 
-class JsonEditError(ValueError):
+class JsonEditError(HubError, ValueError):
     """The text is not valid JSON (or JSON with comments), or not shaped as expected."""
 
 

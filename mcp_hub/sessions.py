@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
@@ -59,7 +58,6 @@ class SessionTracker:
         self._loop_thread = 0
         #: Counters exposed as metrics: notifications sent per kind.
         self.sent: dict[str, int] = dict.fromkeys(_KINDS, 0)
-        self.listeners: list[Callable[[ChangeKind], None]] = []
 
     # -- sessions -------------------------------------------------------------------------
     def add(self, connection: Connection) -> None:
@@ -78,9 +76,6 @@ class SessionTracker:
             connection.exit_stack.push_async_callback(_forget)
         except Exception:  # an exit stack already unwound: the weak set still cleans up
             logger.debug("could not register connection cleanup", exc_info=True)
-
-    def discard(self, connection: Connection) -> None:
-        self._connections.discard(connection)
 
     @property
     def count(self) -> int:
@@ -136,11 +131,6 @@ class SessionTracker:
 
     async def _broadcast(self, kind: ChangeKind) -> None:
         self.sent[kind] += 1
-        for listener in list(self.listeners):
-            try:
-                listener(kind)
-            except Exception:
-                logger.exception("list_changed listener failed")
         event: ToolsListChanged | PromptsListChanged | ResourcesListChanged
         if kind == "tools":
             event = ToolsListChanged()

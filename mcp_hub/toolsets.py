@@ -4,7 +4,8 @@ Three kinds:
 
 * static builtin toolsets (:data:`TOOLSETS`), one per family of builtin tools;
 * composite toolsets from config (``tools`` + ``includes``), added with
-  :func:`register_composite`;
+  :meth:`Toolsets.register_composite` — each Hub has its own :class:`Toolsets`,
+  so one hub's composites never show in another's;
 * registry-only toolsets such as ``mcp-<server>``: any toolset name the registry
   knows resolves to the registry's tools of that toolset.
 
@@ -26,6 +27,7 @@ __all__ = [
     "ALL_ALIASES",
     "TOOLSETS",
     "ToolsetSpec",
+    "Toolsets",
     "reached_toolsets",
     "register_composite",
     "resolve_profile",
@@ -67,109 +69,131 @@ TOOLSETS: dict[str, ToolsetSpec] = {
 }
 
 _BUILTIN_NAMES = frozenset(TOOLSETS)
-_lock = threading.Lock()
 
 
-def register_composite(
-    name: str, tools: Iterable[str], includes: Iterable[str], description: str = ""
-) -> None:
-    """Define (or redefine) a composite toolset, typically from ``servers.toml``.
+class Toolsets:
+    """One table of toolsets: the builtin ones plus composites (see the module docstring).
 
-    Builtin toolsets and the ``all``/``*`` aliases cannot be redefined.
+    ``table`` defaults to a fresh copy of the builtin toolsets; the module-level
+    functions below use the process-wide :data:`TOOLSETS` (tools and tests that
+    have no Hub).
     """
-    if name in ALL_ALIASES or name in _BUILTIN_NAMES:
-        raise ValueError(f"toolset {name!r} is reserved and cannot be redefined")
-    spec: ToolsetSpec = {
-        "description": description,
-        "tools": list(tools),
-        "includes": list(includes),
-    }
-    with _lock:
-        TOOLSETS[name] = spec
+
+    def __init__(self, table: dict[str, ToolsetSpec] | None = None) -> None:
+        if table is None:
+            table = {name: {"description": spec["description"], "tools": list(spec["tools"]),
+                            "includes": list(spec["includes"])}
+                     for name, spec in TOOLSETS.items() if name in _BUILTIN_NAMES}
+        self._table = table
+        self._lock = threading.Lock()
+
+    def register_composite(
+        self, name: str, tools: Iterable[str], includes: Iterable[str], description: str = ""
+    ) -> None:
+        """Define (or redefine) a composite toolset, typically from ``servers.toml``.
+
+        Builtin toolsets and the ``all``/``*`` aliases cannot be redefined.
+        """
+        if name in ALL_ALIASES or name in _BUILTIN_NAMES:
+            raise ValueError(f"toolset {name!r} is reserved and cannot be redefined")
+        spec: ToolsetSpec = {
+            "description": description,
+            "tools": list(tools),
+            "includes": list(includes),
+        }
+        with self._lock:
+            self._table[name] = spec
+
+    def unregister_composite(self, name: str) -> bool:
+        """Remove a composite toolset (config reload); builtin toolsets stay."""
+        if name in _BUILTIN_NAMES:
+            return False
+        with self._lock:
+            return self._table.pop(name, None) is not None
+
+    def snapshot(self) -> dict[str, ToolsetSpec]:
+        with self._lock:
+            return dict(self._table)
+
+    def resolve_toolset(self, name: str, registry: ToolRegistry | None = None) -> set[str]:
+        """Every tool name in toolset ``name``, following ``includes`` recursively.
+
+        Names come from the static/composite definition and from the registry's tools
+        registered under that toolset (so ``mcp-time`` resolves to the time server's
+        tools). Unknown toolsets resolve to the empty set.
+        """
+        reg = default_registry if registry is None else registry
+        by_toolset = reg.toolsets()
+        table = self.snapshot()
+        if name in ALL_ALIASES:
+            return set(reg.names()) | {t for spec in table.values() for t in spec["tools"]}
+        tools: set[str] = set()
+        visited: set[str] = set()
+        stack = [name]
+        # Iterative depth-first walk: a toolset visited once is never expanded again,
+        # which makes diamonds cheap and cycles terminate.
+        while stack:
+            current = stack.pop()
+            if current in visited:
+                continue
+            visited.add(current)
+            if current in ALL_ALIASES:
+                tools.update(self.resolve_toolset(current, reg))
+                continue
+            tools.update(by_toolset.get(current, ()))
+            spec = table.get(current)
+            if spec is not None:
+                tools.update(spec["tools"])
+                stack.extend(reversed(spec["includes"]))
+        return tools
+
+    def resolve_profile(
+        self, toolsets: list[str], disabled: list[str], registry: ToolRegistry | None = None
+    ) -> set[str] | None:
+        """The tool names a profile exposes, or None for "everything".
+
+        ``toolsets`` empty or containing ``all``/``*`` with nothing disabled means
+        everything (None), which lets callers skip name filtering entirely. Disabled
+        toolsets are subtracted at the end.
+        """
+        everything = not toolsets or any(t in ALL_ALIASES for t in toolsets)
+        if everything and not disabled:
+            return None
+        if everything:
+            selected = self.resolve_toolset("all", registry)
+        else:
+            selected = set()
+            for ts in toolsets:
+                selected |= self.resolve_toolset(ts, registry)
+        for ts in disabled:
+            selected -= self.resolve_toolset(ts, registry)
+        return selected
+
+    def reached_toolsets(self, names: Iterable[str]) -> set[str]:
+        """Every toolset name reached from ``names``, following composite ``includes``.
+
+        Used to decide which upstream servers (``mcp-<server>`` toolsets) a profile
+        reaches, for the prompts and resources that have no tool name to filter by.
+        ``all``/``*`` stay in the result as given; the caller interprets them.
+        """
+        table = self.snapshot()
+        reached: set[str] = set()
+        stack = list(names)
+        while stack:
+            current = stack.pop()
+            if current in reached:
+                continue
+            reached.add(current)
+            spec = table.get(current)
+            if spec is not None:
+                stack.extend(spec["includes"])
+        return reached
 
 
-def unregister_composite(name: str) -> bool:
-    """Remove a composite toolset (config reload); builtin toolsets stay."""
-    if name in _BUILTIN_NAMES:
-        return False
-    with _lock:
-        return TOOLSETS.pop(name, None) is not None
-
-
-def resolve_toolset(name: str, registry: ToolRegistry | None = None) -> set[str]:
-    """Every tool name in toolset ``name``, following ``includes`` recursively.
-
-    Names come from the static/composite definition and from the registry's tools
-    registered under that toolset (so ``mcp-time`` resolves to the time server's
-    tools). Unknown toolsets resolve to the empty set.
-    """
-    reg = default_registry if registry is None else registry
-    by_toolset = reg.toolsets()
-    with _lock:
-        table = dict(TOOLSETS)
-    if name in ALL_ALIASES:
-        return set(reg.names()) | {t for spec in table.values() for t in spec["tools"]}
-    tools: set[str] = set()
-    visited: set[str] = set()
-    stack = [name]
-    # Iterative depth-first walk: a toolset visited once is never expanded again,
-    # which makes diamonds cheap and cycles terminate.
-    while stack:
-        current = stack.pop()
-        if current in visited:
-            continue
-        visited.add(current)
-        if current in ALL_ALIASES:
-            tools.update(resolve_toolset(current, reg))
-            continue
-        tools.update(by_toolset.get(current, ()))
-        spec = table.get(current)
-        if spec is not None:
-            tools.update(spec["tools"])
-            stack.extend(reversed(spec["includes"]))
-    return tools
-
-
-def resolve_profile(
-    toolsets: list[str], disabled: list[str], registry: ToolRegistry | None = None
-) -> set[str] | None:
-    """The tool names a profile exposes, or None for "everything".
-
-    ``toolsets`` empty or containing ``all``/``*`` with nothing disabled means
-    everything (None), which lets callers skip name filtering entirely. Disabled
-    toolsets are subtracted at the end.
-    """
-    everything = not toolsets or any(t in ALL_ALIASES for t in toolsets)
-    if everything and not disabled:
-        return None
-    if everything:
-        selected = resolve_toolset("all", registry)
-    else:
-        selected = set()
-        for ts in toolsets:
-            selected |= resolve_toolset(ts, registry)
-    for ts in disabled:
-        selected -= resolve_toolset(ts, registry)
-    return selected
-
-
-def reached_toolsets(names: Iterable[str]) -> set[str]:
-    """Every toolset name reached from ``names``, following composite ``includes``.
-
-    Used to decide which upstream servers (``mcp-<server>`` toolsets) a profile
-    reaches, for the prompts and resources that have no tool name to filter by.
-    ``all``/``*`` stay in the result as given; the caller interprets them.
-    """
-    with _lock:
-        table = dict(TOOLSETS)
-    reached: set[str] = set()
-    stack = list(names)
-    while stack:
-        current = stack.pop()
-        if current in reached:
-            continue
-        reached.add(current)
-        spec = table.get(current)
-        if spec is not None:
-            stack.extend(spec["includes"])
-    return reached
+#: The process-wide table (the builtin toolsets, and composites of code without a Hub).
+DEFAULT_TOOLSETS = Toolsets(TOOLSETS)
+register_composite = DEFAULT_TOOLSETS.register_composite
+unregister_composite = DEFAULT_TOOLSETS.unregister_composite
+resolve_toolset = DEFAULT_TOOLSETS.resolve_toolset
+resolve_profile = DEFAULT_TOOLSETS.resolve_profile
+reached_toolsets = DEFAULT_TOOLSETS.reached_toolsets

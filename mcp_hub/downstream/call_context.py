@@ -1,22 +1,31 @@
-"""A :class:`~mcp_hub.context.CallContext` bound to a real downstream request.
+"""The one :class:`~mcp_hub.context.CallContext` of the serving side, for every transport.
 
 Everything an upstream asks for while a call runs — progress, log messages,
-sampling, elicitation, roots — goes back on the request that caused the call
-(``related_request_id``), so on Streamable HTTP it rides that POST's response
-stream. Requests are sent with the upstream's params unchanged, which keeps the
-hub transparent, and a client that never declared the capability gets no
-request at all: the upstream receives a clear error instead.
+sampling, elicitation, roots — goes back on the request that caused the call.
+:class:`RelayCallContext` holds the rules (a progress token is needed, the
+client's logging level filters, a client that never declared a capability gets
+no request and the upstream a clear error); a :class:`Downstream` carries the
+messages on one transport:
+
+* the SDK server (stdio, Streamable HTTP, SSE): :class:`SessionCallContext`,
+  sent with ``related_request_id`` so on Streamable HTTP it rides that POST's
+  response stream;
+* the stdio fast path (:mod:`mcp_hub.downstream.fastpath`): straight to the pipe.
+
+Requests are sent with the upstream's params unchanged, which keeps the hub
+transparent. A new concern of every call (identity, tracing) goes here, once.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, Protocol, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
     INVALID_REQUEST,
+    ClientCapabilities,
     CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
@@ -31,20 +40,16 @@ from mcp.types import (
     ProgressNotification,
     ProgressNotificationParams,
 )
+from pydantic import BaseModel
 
 from mcp_hub.context import CallContext
+from mcp_hub.log_levels import LOG_LEVELS, below_level, client_log_level
 
-__all__ = ["LOG_LEVELS", "SessionCallContext", "below_level", "connection_of"]
+__all__ = ["LOG_LEVELS", "Downstream", "RelayCallContext", "SessionCallContext", "below_level",
+           "connection_of"]
 
-LOG_LEVELS: dict[str, int] = {
-    "debug": 0, "info": 1, "notice": 2, "warning": 3,
-    "error": 4, "critical": 5, "alert": 6, "emergency": 7,
-}
-
-
-def below_level(level: str, threshold: str | None) -> bool:
-    """True when a client set a logging level (``threshold``) and ``level`` is under it."""
-    return threshold is not None and LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(threshold, 0)
+ClientMethod = Literal["sampling/createMessage", "elicitation/create", "roots/list"]
+ResultT = TypeVar("ResultT", bound=BaseModel)
 
 
 def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
@@ -52,79 +57,125 @@ def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
     return getattr(ctx.session, "_connection", ctx.session)
 
 
-class SessionCallContext(CallContext):
+class Downstream(Protocol):
+    """How a call's side traffic reaches the client of one request, on one transport."""
+
+    def log_threshold(self) -> str | None:
+        """The logging level the client set (None: it set none, every level goes)."""
+        ...
+
+    async def send_progress(self, params: ProgressNotificationParams,
+                            request_id: str | int | None) -> None: ...
+
+    async def send_log(self, params: LoggingMessageNotificationParams,
+                       request_id: str | int | None) -> None: ...
+
+    async def send_request(self, method: ClientMethod, params: BaseModel | None,
+                           result_type: type[ResultT], request_id: str | int | None) -> ResultT: ...
+
+
+class RelayCallContext(CallContext):
     """Relays a call's side traffic to the downstream request that started it."""
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any], tool_name: str, hub: Any) -> None:
-        meta = ctx.meta
-        token = meta.get("progress_token") if meta else None
-        session = ctx.session
-        params = session.client_params
-        super().__init__(
-            tool_name=tool_name,
-            request_id=ctx.request_id,
-            progress_token=token,
-            client_capabilities=session.client_capabilities,
-            client_name=params.client_info.name if params and params.client_info else None,
-            session=session,
-            hub=hub,
-        )
-        self._ctx = ctx
-
-    def _meta(self) -> ServerMessageMetadata:
-        return ServerMessageMetadata(related_request_id=self.request_id)
+    def __init__(self, downstream: Downstream, *, tool_name: str, request_id: str | int | None,
+                 progress_token: str | int | None, client_capabilities: ClientCapabilities | None,
+                 client_name: str | None, session: Any, hub: Any) -> None:
+        super().__init__(tool_name=tool_name, request_id=request_id, progress_token=progress_token,
+                         client_capabilities=client_capabilities, client_name=client_name,
+                         session=session, hub=hub)
+        self._downstream = downstream
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
         if self.progress_token is None:
             return
-        await self._ctx.session.send_notification(
-            ProgressNotification(
-                params=ProgressNotificationParams(
-                    progress_token=self.progress_token, progress=progress, total=total,
-                    message=message,
-                )
-            ),
-            related_request_id=self.request_id,
-        )
+        await self._downstream.send_progress(
+            ProgressNotificationParams(progress_token=self.progress_token, progress=progress,
+                                       total=total, message=message),
+            self.request_id)
 
     async def log(self, level: LoggingLevel, data: Any, logger: str | None = None) -> None:
-        conn = connection_of(self._ctx)
-        state = getattr(conn, "state", None)
-        threshold = state.get("mcp_hub.log_level") if isinstance(state, dict) else None
-        if below_level(level, threshold):
+        # Handshake era: every level is sent until the client sets one (as the SDK does).
+        if below_level(level, self._downstream.log_threshold()):
             return
-        await self._ctx.session.send_notification(
-            LoggingMessageNotification(
-                params=LoggingMessageNotificationParams(level=level, data=data, logger=logger)
-            ),
-            related_request_id=self.request_id,
-        )
+        await self._downstream.send_log(
+            LoggingMessageNotificationParams(level=level, data=data, logger=logger),
+            self.request_id)
 
     async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
         if not self.can_sample:
-            raise MCPError(
-                INVALID_REQUEST, "sampling is not supported by the client connected to the hub"
-            )
-        return await self._ctx.session.send_request(
-            CreateMessageRequest(params=params), CreateMessageResult, metadata=self._meta()
-        )
+            raise _unsupported("sampling")
+        return await self._downstream.send_request(
+            "sampling/createMessage", params, CreateMessageResult, self.request_id)
 
     async def elicit(self, params: ElicitRequestParams) -> ElicitResult:
         if not self.can_elicit:
-            raise MCPError(
-                INVALID_REQUEST, "elicitation is not supported by the client connected to the hub"
-            )
-        return await self._ctx.session.send_request(
-            ElicitRequest(params=params), ElicitResult, metadata=self._meta()
-        )
+            raise _unsupported("elicitation")
+        return await self._downstream.send_request(
+            "elicitation/create", params, ElicitResult, self.request_id)
 
     async def list_roots(self) -> ListRootsResult:
         if not self.can_list_roots:
-            raise MCPError(
-                INVALID_REQUEST, "roots are not supported by the client connected to the hub"
-            )
-        return await self._ctx.session.send_request(
-            ListRootsRequest(), ListRootsResult, metadata=self._meta()
+            raise _unsupported("roots")
+        return await self._downstream.send_request("roots/list", None, ListRootsResult,
+                                                   self.request_id)
+
+
+def _unsupported(what: str) -> MCPError:
+    verb = "are" if what == "roots" else "is"
+    return MCPError(INVALID_REQUEST, f"{what} {verb} not supported by the client connected to the hub")
+
+
+class _SdkDownstream:
+    """The SDK server's session of one request (stdio, Streamable HTTP, SSE)."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+
+    def log_threshold(self) -> str | None:
+        return client_log_level(getattr(connection_of(self._ctx), "state", None))
+
+    async def send_progress(self, params: ProgressNotificationParams,
+                            request_id: str | int | None) -> None:
+        await self._ctx.session.send_notification(ProgressNotification(params=params),
+                                                  related_request_id=request_id)
+
+    async def send_log(self, params: LoggingMessageNotificationParams,
+                       request_id: str | int | None) -> None:
+        await self._ctx.session.send_notification(LoggingMessageNotification(params=params),
+                                                  related_request_id=request_id)
+
+    async def send_request(self, method: ClientMethod, params: BaseModel | None,
+                           result_type: type[ResultT], request_id: str | int | None) -> ResultT:
+        request: Any
+        if method == "sampling/createMessage":
+            request = CreateMessageRequest(params=params)  # type: ignore[arg-type]
+        elif method == "elicitation/create":
+            request = ElicitRequest(params=params)  # type: ignore[arg-type]
+        else:
+            request = ListRootsRequest()
+        result: ResultT = await self._ctx.session.send_request(
+            request, result_type, metadata=ServerMessageMetadata(related_request_id=request_id))
+        return result
+
+
+class SessionCallContext(RelayCallContext):
+    """The call context of a request the SDK server dispatched."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], tool_name: str, hub: Any) -> None:
+        meta = ctx.meta
+        session = ctx.session
+        params = session.client_params
+        super().__init__(
+            _SdkDownstream(ctx),
+            tool_name=tool_name,
+            request_id=ctx.request_id,
+            progress_token=meta.get("progress_token") if meta else None,
+            client_capabilities=session.client_capabilities,
+            client_name=params.client_info.name if params and params.client_info else None,
+            session=session,
+            hub=hub,
         )

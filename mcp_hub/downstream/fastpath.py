@@ -32,20 +32,16 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     ClientCapabilities,
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    ElicitRequestParams,
-    ElicitResult,
-    ListRootsResult,
-    LoggingLevel,
+    LoggingMessageNotificationParams,
+    ProgressNotificationParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
-from mcp_hub.context import CallContext
-from mcp_hub.downstream.call_context import LOG_LEVELS, below_level
+from mcp_hub.downstream.call_context import ClientMethod, RelayCallContext, ResultT
 from mcp_hub.downstream.jsonrpc import is_request_id
+from mcp_hub.log_levels import LOG_LEVELS, client_log_level, set_client_log_level
 
 __all__ = ["StdioFastPath"]
 
@@ -58,6 +54,11 @@ _REQUEST_TIMEOUT = 600.0
 def _encode(message: dict[str, Any]) -> bytes:
     """One JSON-RPC line; text that cannot be encoded (a lone surrogate) is escaped."""
     return json.dumps(message, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"
+
+
+def _dump(params: BaseModel) -> dict[str, Any]:
+    dumped: dict[str, Any] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
 
 
 class _Pending:
@@ -81,7 +82,8 @@ class StdioFastPath:
         self.capabilities: ClientCapabilities | None = None
         self.client_name: str | None = None
         self.version: str | None = None
-        self.log_level: str | None = None
+        #: This connection's state, as the SDK keeps one per connection (the logging level).
+        self.state: dict[str, Any] = {}
         self._init_id: Any = None
         self._calls: dict[Any, anyio.CancelScope] = {}
         self._pending: dict[str, _Pending] = {}
@@ -118,7 +120,7 @@ class StdioFastPath:
         if method == "logging/setLevel" and isinstance(params, dict):
             level = params.get("level")
             if isinstance(level, str) and level in LOG_LEVELS:
-                self.log_level = level
+                set_client_log_level(self.state, level)
             return False
         if method == "notifications/cancelled" and isinstance(params, dict):
             target = params.get("requestId")
@@ -192,7 +194,10 @@ class StdioFastPath:
         data: bytes | None = None
         try:
             with scope:
-                call = _FastCallContext(self, rid, name, token)
+                call = RelayCallContext(
+                    self, tool_name=name, request_id=rid, progress_token=token,
+                    client_capabilities=self.capabilities, client_name=self.client_name,
+                    session=self, hub=self.hub)
                 try:
                     result = await self.hub.call_tool(name, arguments, call, profile=self.profile)
                     dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -218,6 +223,23 @@ class StdioFastPath:
             await self.send_raw(data)
 
     # ---------------------------------------------------------------- output side
+    # (the Downstream of mcp_hub.downstream.call_context: one RelayCallContext per call)
+    def log_threshold(self) -> str | None:
+        return client_log_level(self.state)
+
+    async def send_progress(self, params: ProgressNotificationParams,
+                            request_id: str | int | None) -> None:
+        await self.notify("notifications/progress", _dump(params))
+
+    async def send_log(self, params: LoggingMessageNotificationParams,
+                       request_id: str | int | None) -> None:
+        await self.notify("notifications/message", _dump(params))
+
+    async def send_request(self, method: ClientMethod, params: BaseModel | None,
+                           result_type: type[ResultT], request_id: str | int | None) -> ResultT:
+        raw = await self.request(method, None if params is None else _dump(params))
+        return result_type.model_validate(raw)
+
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.send_raw(_encode({"jsonrpc": "2.0", "method": method, "params": params}))
 
@@ -248,56 +270,3 @@ class StdioFastPath:
             raise MCPError(int(pending.error.get("code", INTERNAL_ERROR)),
                            str(pending.error.get("message", "error")), pending.error.get("data"))
         return pending.result
-
-
-class _FastCallContext(CallContext):
-    """The per-call context of a fast-path call: relays go straight to the pipe."""
-
-    def __init__(self, fast: StdioFastPath, rid: Any, name: str, token: Any) -> None:
-        super().__init__(tool_name=name, request_id=rid, progress_token=token,
-                         client_capabilities=fast.capabilities, client_name=fast.client_name,
-                         session=fast, hub=fast.hub)
-        self._fast = fast
-
-    async def report_progress(self, progress: float, total: float | None = None,
-                              message: str | None = None) -> None:
-        if self.progress_token is None:
-            return
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self._fast.notify("notifications/progress", params)
-
-    async def log(self, level: LoggingLevel, data: Any, logger: str | None = None) -> None:
-        # Handshake era: every level is sent until the client sets one (as the SDK does).
-        threshold = self._fast.log_level
-        if below_level(level, threshold):
-            return
-        params: dict[str, Any] = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        await self._fast.notify("notifications/message", params)
-
-    def _dump(self, params: Any) -> dict[str, Any]:
-        dumped: dict[str, Any] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return dumped
-
-    async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
-        if not self.can_sample:
-            raise MCPError(INVALID_REQUEST, "sampling is not supported by the client connected to the hub")
-        raw = await self._fast.request("sampling/createMessage", self._dump(params))
-        return CreateMessageResult.model_validate(raw)
-
-    async def elicit(self, params: ElicitRequestParams) -> ElicitResult:
-        if not self.can_elicit:
-            raise MCPError(INVALID_REQUEST, "elicitation is not supported by the client connected to the hub")
-        raw = await self._fast.request("elicitation/create", self._dump(params))
-        return ElicitResult.model_validate(raw)
-
-    async def list_roots(self) -> ListRootsResult:
-        if not self.can_list_roots:
-            raise MCPError(INVALID_REQUEST, "roots are not supported by the client connected to the hub")
-        raw = await self._fast.request("roots/list", None)
-        return ListRootsResult.model_validate(raw)

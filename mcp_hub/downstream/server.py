@@ -19,7 +19,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_hub.access import Caller
 from mcp_hub.downstream.call_context import SessionCallContext, connection_of
 from mcp_hub.downstream.instructions import hub_instructions
-from mcp_hub.downstream.visibility import CallerBus, remember_caller
+from mcp_hub.downstream.visibility import CallerBus
 from mcp_hub.hub import Hub
 
 __all__ = ["HubServer", "build_server"]
@@ -113,7 +113,6 @@ class _Handlers:
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = _track(self.hub, ctx)
-        remember_caller(conn, self.caller)
         await self.hub.subscribe(self.caller, str(params.uri), conn)
         return types.EmptyResult()
 

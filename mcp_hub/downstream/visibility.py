@@ -2,7 +2,7 @@
 
 Resource updates reach clients two ways: ``notifications/resources/updated`` to
 handshake sessions that subscribed (filtered in :meth:`Hub._on_resource_updated`
-by the caller remembered here), and ``subscriptions/listen`` streams of
+by the caller the Hub remembers on the connection, :func:`remember_caller`), and ``subscriptions/listen`` streams of
 2026-07-28 clients, fed by the hub's subscription bus. :class:`CallerBus` gives
 each endpoint a view of that bus that drops updates of resources its caller may
 not read. A listen request naming a hidden URI is acknowledged like one naming
@@ -12,21 +12,13 @@ a URI that does not exist, and like it, never fires.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from mcp.server.subscriptions import SubscriptionBus
 from mcp.shared.subscriptions import ResourceUpdated, ServerEvent
 
-from mcp_hub.access import AccessControl, Caller
+from mcp_hub.access import AccessControl, Caller, remember_caller
 
 __all__ = ["CallerBus", "remember_caller"]
-
-
-def remember_caller(connection: Any, caller: Caller) -> None:
-    """Store the caller on a connection, for notifications sent to it later."""
-    state = getattr(connection, "state", None)
-    if isinstance(state, dict):
-        state["mcp_hub.caller"] = caller
 
 
 class CallerBus:

@@ -69,7 +69,8 @@ class ToolSearchBridge:
     ``provider`` returns the tools the bridge may search and call — every
     deferrable tool the registry holds now (the hub passes its registry's
     upstream and plugin definitions) — with their server labels and a key that
-    changes whenever they do (the registry generation). The search index is
+    changes whenever they do (the registry's availability key: its generation
+    and the check_fn results). The search index is
     built once per key, in a worker thread when a call needs it.
     """
 
@@ -90,7 +91,7 @@ class ToolSearchBridge:
     # ------------------------------------------------------------------ state
     def _state(self) -> tuple[Hashable, Sequence[Mapping[str, Any]], Mapping[str, str]]:
         definitions, servers, generation = self._provider()
-        # The generation changes with every registry mutation, so it (with the
+        # The provider's key changes with every registry mutation and check_fn flip, so it (with the
         # settings that filter the catalog) identifies the catalog without
         # looking at 10,000 definitions on every call.
         key = (generation, len(definitions), tuple(self.settings.always_visible))

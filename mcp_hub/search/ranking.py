@@ -317,10 +317,6 @@ class SearchIndex:
             short = self._short[doc_id] = short_description(d.description)
         return Match(d.name, d.server, round(score, 4), short, d.required)
 
-    def with_weights(self, weights: RankingWeights) -> SearchIndex:
-        """The same tools indexed with other weights (for tuning)."""
-        return SearchIndex.build(self._docs, weights)
-
 
 def _exact_keys(query: str) -> set[str]:
     q = query.strip().strip("`'\"").lower()
