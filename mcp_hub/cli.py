@@ -402,7 +402,7 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
     a.add_argument("target", metavar="SERVER[/TOOL]")
     a.set_defaults(func=cmd_pins)
 
-    oauth_commands.add_parsers(sub, common)
+    oauth_commands.add_parsers(sub, common, _load, run_async)
     p = sub.add_parser("import", parents=[common],
                        help="convert a client's MCP config into servers.toml entries")
     p.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])

@@ -7,13 +7,18 @@ can read it; progress and errors go to stderr.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.errors import ConfigError
 
 __all__ = ["add_parsers"]
+
+Load = Callable[[argparse.Namespace], HubConfig]
+Run = Callable[[Callable[[], Any]], Any]
 
 
 def _server(config: HubConfig, name: str) -> ServerConfig:
@@ -26,12 +31,11 @@ def _server(config: HubConfig, name: str) -> ServerConfig:
     return server
 
 
-def cmd_login(args: argparse.Namespace) -> int:
-    from mcp_hub.cli import _load, run_async
+def cmd_login(load: Load, run_async: Run, args: argparse.Namespace) -> int:
     from mcp_hub.upstream.oauth.attach import token_store
     from mcp_hub.upstream.oauth.login import login
 
-    config = _load(args)
+    config = load(args)
     server = _server(config, args.name)
     store = token_store(args.name, server)
     tools = run_async(lambda: login(args.name, server, store, open_browser=not args.no_browser,
@@ -41,12 +45,11 @@ def cmd_login(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_logout(args: argparse.Namespace) -> int:
-    from mcp_hub.cli import _load, run_async
+def cmd_logout(load: Load, run_async: Run, args: argparse.Namespace) -> int:
     from mcp_hub.upstream.oauth.attach import token_store
     from mcp_hub.upstream.oauth.login import logout
 
-    config = _load(args)
+    config = load(args)
     server = _server(config, args.name)
     had = run_async(lambda: logout(token_store(args.name, server)))
     print(f"{args.name}: " + ("stored tokens deleted" if had else "no stored tokens"),
@@ -54,8 +57,9 @@ def cmd_logout(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Register ``login`` and ``logout`` on the CLI's subcommand parser."""
+def add_parsers(sub: Any, common: argparse.ArgumentParser, load: Load, run_async: Run) -> None:
+    """Register ``login`` and ``logout`` on the CLI's subcommand parser; ``load`` reads the
+    config (and sets up logging) and ``run_async`` runs a coroutine, both the CLI's own."""
     p = sub.add_parser("login", parents=[common],
                        help="log in to an OAuth upstream (auth = \"oauth\") and store its tokens")
     p.add_argument("name", metavar="NAME", help="the server's name in servers.toml")
@@ -63,7 +67,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="only print the authorization URL (stdout); do not open a browser")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds to wait for the redirect (default 300)")
-    p.set_defaults(func=cmd_login)
+    p.set_defaults(func=functools.partial(cmd_login, load, run_async))
     p = sub.add_parser("logout", parents=[common], help="delete an OAuth upstream's stored tokens")
     p.add_argument("name", metavar="NAME")
-    p.set_defaults(func=cmd_logout)
+    p.set_defaults(func=functools.partial(cmd_logout, load, run_async))
