@@ -294,10 +294,12 @@ async def test_a_dropped_stream_resumes_on_another_replica(tmp_path: Path) -> No
                 await _post(client, one.mcp_url, sid,
                             {"jsonrpc": "2.0", "method": "notifications/initialized"})
                 call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                        "params": {"name": "work_sleep", "arguments": {"seconds": 1.5}}}
+                        "params": {"name": "work_sleep", "arguments": {"seconds": 1.5},
+                                   "_meta": {"progressToken": "p5"}}}
                 headers = {"Accept": ACCEPT, "Authorization": f"Bearer {TOKEN}",
                            "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
-                # The call's stream drops after its first (priming) event.
+                # The call's stream drops after its first (priming) event. (The progress
+                # token keeps it on an SSE stream: a plain JSON answer has no events to resume.)
                 async with client.stream("POST", one.mcp_url, json=call, headers=headers) as r:
                     async for line in r.aiter_lines():
                         if line.startswith("id:"):

@@ -267,6 +267,11 @@ class HttpFastPath:
         if key in self.calls:
             return False
         manager, caller = endpoint
+        if getattr(manager, "sealing", False):
+            # Replicas share the session: a sampling or elicitation answer may reach
+            # another replica, and only the SDK path's session is reachable through
+            # the replica bus. Lists and ping stay on the fast path.
+            return False
         touch = getattr(manager, "pool", None)
         if touch is not None:
             touch.touch(session.sid)

@@ -28,6 +28,7 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, serve_connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
@@ -211,7 +212,9 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                 await _not_found(scope, receive, send)
                 return
         else:
-            transport = await self.local_or_recovered(sid, auth or "")
+            user = scope.get("user")
+            requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+            transport = await self.local_or_recovered(sid, auth or "", requestor)
             if transport is None:
                 await _not_found(scope, receive, send)
                 return
@@ -254,9 +257,13 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
             self._session_owners[wanted] = self._session_owners.pop(old)
         return transport
 
-    async def local_or_recovered(self, session_id: str, authorization: str
+    async def local_or_recovered(self, session_id: str, authorization: str,
+                                 requestor: AuthorizationContext | None = None
                                  ) -> StreamableHTTPServerTransport | None:
         """The session's transport on this replica, rebuilt from its sealed id if need be.
+
+        ``requestor`` is the SDK's view of the signed-in caller, which the SDK checks
+        on every later request of the session.
 
         None when the id is not a valid sealed id for this credential (answer 404),
         or when the session cap leaves no room.
@@ -273,7 +280,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                 return transport
             token = _NEXT_ID.set(session_id)
             try:
-                transport = self._admit_session(None)
+                transport = self._admit_session(requestor)
             finally:
                 _NEXT_ID.reset(token)
             if transport is None:
