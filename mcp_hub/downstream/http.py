@@ -267,6 +267,50 @@ class _HubSessionManager(PooledSessionManager, ResumableSessionManager, ReplicaS
     served by any replica (replica_sessions)."""
 
 
+def _ops_routes(hub: Hub, pool: SessionPool, resumption: Resumption, fast_served: dict[str, int],
+                replicas: Any, bus: Any) -> list[Route | Mount]:
+    """Health, readiness, metrics, the status page and its JSON."""
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        ready = hub.upstreams_ready
+        # A shared store that is down degrades the hub but does not make it unready
+        # (what does not need the store keeps working): the body says so.
+        body: dict[str, Any] = {"ready": ready, **state_readiness(hub.state)}
+        waiting = [s.name for s in hub.upstreams.statuses() if str(s.state) == "needs_login"]
+        if waiting:  # OAuth servers waiting for `mcp-hub login NAME`; the hub serves the rest
+            body["needs_login"] = waiting
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    async def metrics(request: Request) -> Response:
+        body = hub.metrics.render(
+            upstreams=hub.upstream_statuses(), list_changed=hub.sessions.sent,
+            sessions=hub.sessions.count,
+        )
+        return PlainTextResponse(body, media_type="text/plain; version=0.0.4")
+
+    async def status_json(request: Request) -> Response:
+        body = hub.status()
+        body["http_sessions"] = pool.describe()
+        body["resumption"] = resumption.stats()
+        body["http_fast_path"] = dict(fast_served)
+        body["replicas"] = replication_status(replicas, bus, resumption)
+        return Response(json.dumps(body, default=str), media_type="application/json")
+
+    async def status_page(request: Request) -> Response:
+        return HTMLResponse(STATUS_PAGE_HTML)
+
+    return [
+        Route("/healthz", endpoint=healthz, methods=["GET"]),
+        Route("/readyz", endpoint=readyz, methods=["GET"]),
+        Route("/metrics", endpoint=metrics, methods=["GET"]),
+        Route("/status.json", endpoint=status_json, methods=["GET"]),
+        Route("/", endpoint=status_page, methods=["GET"]),
+    ]
+
+
 def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False) -> Starlette:
     """Build the Starlette app serving ``hub`` over Streamable HTTP and SSE."""
     security = _security(host, http)
@@ -300,45 +344,10 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     fast_served: dict[str, int] = {}
 
-    async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    async def readyz(request: Request) -> Response:
-        ready = hub.upstreams_ready
-        # A shared store that is down degrades the hub but does not make it unready
-        # (what does not need the store keeps working): the body says so.
-        body: dict[str, Any] = {"ready": ready, **state_readiness(hub.state)}
-        waiting = [s.name for s in hub.upstreams.statuses() if str(s.state) == "needs_login"]
-        if waiting:  # OAuth servers waiting for `mcp-hub login NAME`; the hub serves the rest
-            body["needs_login"] = waiting
-        return JSONResponse(body, status_code=200 if ready else 503)
-
-    async def metrics(request: Request) -> Response:
-        body = hub.metrics.render(
-            upstreams=hub.upstream_statuses(), list_changed=hub.sessions.sent,
-            sessions=hub.sessions.count,
-        )
-        return PlainTextResponse(body, media_type="text/plain; version=0.0.4")
-
-    async def status_json(request: Request) -> Response:
-        body = hub.status()
-        body["http_sessions"] = pool.describe()
-        body["resumption"] = resumption.stats()
-        body["http_fast_path"] = dict(fast_served)
-        body["replicas"] = replication_status(replicas, bus, resumption)
-        return Response(json.dumps(body, default=str), media_type="application/json")
-
-    async def status_page(request: Request) -> Response:
-        return HTMLResponse(STATUS_PAGE_HTML)
-
     routes: list[Route | Mount] = [
         Route("/mcp", endpoint=StreamableHTTPASGIApp(managers[None])),
         *sse_routes,
-        Route("/healthz", endpoint=healthz, methods=["GET"]),
-        Route("/readyz", endpoint=readyz, methods=["GET"]),
-        Route("/metrics", endpoint=metrics, methods=["GET"]),
-        Route("/status.json", endpoint=status_json, methods=["GET"]),
-        Route("/", endpoint=status_page, methods=["GET"]),
+        *_ops_routes(hub, pool, resumption, fast_served, replicas, bus),
     ]
     for profile, manager in managers.items():
         if profile is not None:
