@@ -44,6 +44,10 @@ class RawSession:
         self.sid = r.headers["mcp-session-id"]
         r = await self.post_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
         assert r.status_code == 202
+        # The 202 comes before the hub has handled the notification; a first list (as a
+        # real client makes) is served either way and leaves the session live.
+        r = await self.post_raw(b'{"jsonrpc":"2.0","id":"first","method":"tools/list"}')
+        assert r.status_code == 200, r.text
 
     async def post_raw(self, body: bytes) -> httpx2.Response:
         return await self.client.post(self.url, content=body,
