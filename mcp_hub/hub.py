@@ -22,7 +22,7 @@ import anyio
 import anyio.abc
 from mcp import types
 
-from mcp_hub import __version__, runtime
+from mcp_hub import __version__, prespawn, runtime
 from mcp_hub.access import EVERYONE, AccessControl, Caller, as_caller, caller_of_state
 from mcp_hub.auth.audit import AuditLog, audit_fields
 from mcp_hub.builtin_binding import bound_builtins
@@ -40,6 +40,7 @@ from mcp_hub.naming import server_of_toolset
 from mcp_hub.open_calls import OpenCalls
 from mcp_hub.pipeline import handle_function_call
 from mcp_hub.plugins import HookManager, PluginContext, load_plugins
+from mcp_hub.prespawn import EarlyStarts
 from mcp_hub.redact import Secrets, redact
 from mcp_hub.redact import attach as attach_secrets
 from mcp_hub.redact import detach as detach_secrets
@@ -100,8 +101,11 @@ class Hub(ServingMixin):
         self.plugins: list[str] = []
         #: This hub's secret values, redacted from every output while it is open.
         self.secrets = Secrets()
+        #: Stdio servers the CLI started before this hub existed, taken over on enter.
+        self.early = EarlyStarts()
         self.upstreams = UpstreamManager(
             config, self.registry, remember_secrets=self.secrets.add,
+            adopt_early=self.early.adopt,
             on_change=self._on_upstream_change,
             on_resource_updated=self._on_resource_updated,
             on_log=self._on_upstream_log,
@@ -146,6 +150,7 @@ class Hub(ServingMixin):
         self.runtime.config = self.config
         self.secrets.add(self.config.secret_values)
         attach_secrets(self.secrets)
+        self.early.take_over(prespawn.claim())
         if self._load_builtins:
             self._install_builtins()
         for name, ts in self.config.toolsets.items():
@@ -178,13 +183,17 @@ class Hub(ServingMixin):
     ) -> bool | None:
         self.registry.remove_listener(self._on_registry_change)
         stack, self._stack = self._stack, None
-        if stack is not None:
-            # No shielding scope here: the task groups on the stack must be exited
-            # inside the very cancel scope they were entered in.
-            await stack.__aexit__(exc_type, exc, tb)
-        await stop_telemetry(self.telemetry)
-        self.audit.flush(2.0)  # the writer thread's last lines; bounded, and only at exit
-        detach_secrets(self.secrets)
+        try:
+            if stack is not None:
+                # No shielding scope here: the task groups on the stack must be exited
+                # inside the very cancel scope they were entered in.
+                await stack.__aexit__(exc_type, exc, tb)
+            await stop_telemetry(self.telemetry)
+            self.audit.flush(2.0)  # the writer thread's last lines; bounded, and only at exit
+        finally:
+            detach_secrets(self.secrets)
+            with anyio.CancelScope(shield=True):  # early processes nobody adopted
+                await anyio.to_thread.run_sync(self.early.discard_all)
         return None
 
     def _install_builtins(self) -> None:

@@ -103,3 +103,24 @@ async def test_each_hub_keeps_its_own_secrets_and_drops_them_when_closed() -> No
         assert secret_b not in known_secrets() and redact(secret_b) == secret_b
         assert redact(secret_a) == "[REDACTED]"
     assert secret_a not in known_secrets()
+
+
+async def test_processes_started_early_belong_to_the_first_hub_alone(tmp_path: Any) -> None:
+    import sys
+
+    from mcp_hub import prespawn
+
+    path = tmp_path / "servers.toml"
+    path.write_text(f'[servers.idle]\ncommand = "{sys.executable}"\n'
+                    'args = ["-c", "import sys; sys.stdin.read()"]\n')
+    assert prespawn.start(path) == 1
+    try:
+        async with Hub(parse_config(""), load_builtins=False, load_plugin_modules=False) as a:
+            popen = a.early.started()["idle"].popen
+            async with Hub(parse_config(""), load_builtins=False, load_plugin_modules=False) as b:
+                assert b.early.started() == {}
+            assert list(a.early.started()) == ["idle"]  # B closing left A's alone
+        # A closed: what it never adopted is stopped.
+        assert a.early.started() == {} and popen.poll() is not None
+    finally:
+        prespawn.discard_all()

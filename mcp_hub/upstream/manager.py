@@ -36,6 +36,7 @@ from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
 from mcp_hub.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.pins import PinError, PinStore
+from mcp_hub.prespawn import AdoptEarly
 from mcp_hub.redact import add_secrets
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
 from mcp_hub.upstream.status import UpstreamStatus
@@ -83,6 +84,7 @@ class UpstreamManager:
         on_resource_updated: OnResourceUpdated | None = None,
         on_log: OnLog | None = None,
         remember_secrets: Callable[[Iterable[str]], None] = add_secrets,
+        adopt_early: AdoptEarly | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -94,6 +96,8 @@ class UpstreamManager:
         self.roots_provider: Callable[[], types.ListRootsResult] | None = None
         #: Where this manager's secret values go (a Hub passes its own set's ``add``).
         self.remember_secrets = remember_secrets
+        #: The Hub's early-started processes, offered to each stdio connection.
+        self.adopt_early = adopt_early
         self._connections: dict[str, ServerConnection] = {}
         self._order: dict[str, int] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -118,6 +122,7 @@ class UpstreamManager:
             client_version=__version__,
             pins=self.pins,
             roots=self._roots_answer,
+            adopt_early=self.adopt_early,
         )
 
     def _roots_answer(self) -> types.ListRootsResult:
