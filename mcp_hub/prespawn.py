@@ -35,6 +35,7 @@ from typing import Any
 
 from mcp_hub import commands, pdeathsig
 from mcp_hub.config_path import find_config_path
+from mcp_hub.pipes import CoalescingWriter, open_read_pipe, open_write_pipe
 
 __all__ = [
     "INHERITED_ENV_VARS",
@@ -285,35 +286,16 @@ class _Receive:
 
 
 class _Send:
-    """A pipe write end with ``send``/``aclose``.
-
-    Everything sent during one turn of the event loop goes out in one write: with
-    many calls in flight, each write is a syscall and a wake-up of the child.
-    """
+    """A pipe write end with ``send``/``aclose`` (one write per event-loop turn)."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self._writer = writer
-        self._queued: list[bytes] = []
-
-    def _flush(self) -> None:
-        data = b"".join(self._queued)
-        self._queued.clear()
-        if data and not self._writer.is_closing():
-            self._writer.write(data)
+        self._out = CoalescingWriter(writer, _WRITE_HIGH_WATER)
 
     async def send(self, data: bytes) -> None:
-        if self._writer.is_closing():
-            raise BrokenPipeError("the child's stdin is closed")
-        if not self._queued:
-            asyncio.get_running_loop().call_soon(self._flush)
-        self._queued.append(data)
-        transport = self._writer.transport
-        if transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
-            await self._writer.drain()
+        await self._out.send(data)
 
     async def aclose(self) -> None:
-        self._flush()
-        self._writer.close()
+        self._out.close()
 
 
 class AdoptedProcess:
@@ -330,20 +312,9 @@ class AdoptedProcess:
     @classmethod
     async def wrap(cls, popen: subprocess.Popen[bytes]) -> AdoptedProcess:
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
-        loop = asyncio.get_running_loop()
-
-        async def reader(pipe: Any) -> _Receive:
-            stream = asyncio.StreamReader(limit=2**31, loop=loop)
-            transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(stream, loop=loop), pipe)
-            return _Receive(stream, transport)
-
-        stdout = await reader(popen.stdout)
-        stderr = await reader(popen.stderr)
-        wtransport, wprotocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop), popen.stdin)
-        writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
-        return cls(popen, _Send(writer), stdout, stderr)
+        stdout = _Receive(*await open_read_pipe(popen.stdout, limit=2**31))
+        stderr = _Receive(*await open_read_pipe(popen.stderr, limit=2**31))
+        return cls(popen, _Send(await open_write_pipe(popen.stdin)), stdout, stderr)
 
     @property
     def returncode(self) -> int | None:
