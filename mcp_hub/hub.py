@@ -45,7 +45,7 @@ from mcp_hub.redact import Secrets, redact
 from mcp_hub.redact import attach as attach_secrets
 from mcp_hub.redact import detach as detach_secrets
 from mcp_hub.registry import ToolRegistry
-from mcp_hub.registry import registry as global_registry
+from mcp_hub.registry import registry as builtin_declarations
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
@@ -198,7 +198,7 @@ class Hub(ServingMixin):
 
     def _install_builtins(self) -> None:
         discover_builtin_tools(self._builtins_dir)
-        declared = global_registry.snapshot().values()
+        declared = builtin_declarations.snapshot().values()
         self.registry.register_many(bound_builtins(declared, self.runtime))
 
     def _install_plugins(self) -> None:
