@@ -22,9 +22,10 @@ import anyio
 import anyio.abc
 from mcp import types
 
-from mcp_hub import __version__, runtime
+from mcp_hub import __version__, prespawn, runtime
 from mcp_hub.access import EVERYONE, AccessControl, Caller, as_caller, caller_of_state
 from mcp_hub.auth.audit import AuditLog, audit_fields
+from mcp_hub.builtin_binding import bound_builtins
 from mcp_hub.config import HubConfig, load_config
 from mcp_hub.context import CallContext
 from mcp_hub.diagnosis import rejected_tools
@@ -39,9 +40,12 @@ from mcp_hub.naming import server_of_toolset
 from mcp_hub.open_calls import OpenCalls
 from mcp_hub.pipeline import handle_function_call
 from mcp_hub.plugins import HookManager, PluginContext, load_plugins
-from mcp_hub.redact import add_secrets, redact
+from mcp_hub.prespawn import EarlyStarts
+from mcp_hub.redact import Secrets, redact
+from mcp_hub.redact import attach as attach_secrets
+from mcp_hub.redact import detach as detach_secrets
 from mcp_hub.registry import ToolRegistry
-from mcp_hub.registry import registry as global_registry
+from mcp_hub.registry import registry as builtin_declarations
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
@@ -95,15 +99,22 @@ class Hub(ServingMixin):
             known_tool=lambda n: self.registry.get_entry(n) is not None or self.bridge.handles(n))
         self.started_at = time.time()
         self.plugins: list[str] = []
+        #: This hub's secret values, redacted from every output while it is open.
+        self.secrets = Secrets()
+        #: Stdio servers the CLI started before this hub existed, taken over on enter.
+        self.early = EarlyStarts()
         self.upstreams = UpstreamManager(
-            config, self.registry,
+            config, self.registry, remember_secrets=self.secrets.add,
+            adopt_early=self.early.adopt,
             on_change=self._on_upstream_change,
             on_resource_updated=self._on_resource_updated,
             on_log=self._on_upstream_log,
         )
-        #: The one enforcement point for what each caller may reach.
         #: This hub's toolsets: the builtin ones plus the composites of its config.
         self.toolsets = Toolsets()
+        #: This hub's config and listener, as its builtin tools read them (mcp_hub.runtime).
+        self.runtime = runtime.Runtime(config)
+        #: The one enforcement point for what each caller may reach.
         self.access = AccessControl(lambda: self.config, self.registry, self.upstreams,
                                     self.toolsets)
         self.bridge = self.bridge_for(EVERYONE)
@@ -136,8 +147,10 @@ class Hub(ServingMixin):
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Self:
-        runtime.set_config(self.config)
-        add_secrets(self.config.secret_values)
+        self.runtime.config = self.config
+        self.secrets.add(self.config.secret_values)
+        attach_secrets(self.secrets)
+        self.early.take_over(prespawn.claim())
         if self._load_builtins:
             self._install_builtins()
         for name, ts in self.config.toolsets.items():
@@ -170,18 +183,23 @@ class Hub(ServingMixin):
     ) -> bool | None:
         self.registry.remove_listener(self._on_registry_change)
         stack, self._stack = self._stack, None
-        if stack is not None:
-            # No shielding scope here: the task groups on the stack must be exited
-            # inside the very cancel scope they were entered in.
-            await stack.__aexit__(exc_type, exc, tb)
-        await stop_telemetry(self.telemetry)
-        self.audit.flush(2.0)  # the writer thread's last lines; bounded, and only at exit
+        try:
+            if stack is not None:
+                # No shielding scope here: the task groups on the stack must be exited
+                # inside the very cancel scope they were entered in.
+                await stack.__aexit__(exc_type, exc, tb)
+            await stop_telemetry(self.telemetry)
+            self.audit.flush(2.0)  # the writer thread's last lines; bounded, and only at exit
+        finally:
+            detach_secrets(self.secrets)
+            with anyio.CancelScope(shield=True):  # early processes nobody adopted
+                await anyio.to_thread.run_sync(self.early.discard_all)
         return None
 
     def _install_builtins(self) -> None:
         discover_builtin_tools(self._builtins_dir)
-        entries = [e for e in global_registry.snapshot().values() if e.origin == "builtin"]
-        self.registry.register_many(entries)
+        declared = builtin_declarations.snapshot().values()
+        self.registry.register_many(bound_builtins(declared, self.runtime))
 
     def _install_plugins(self) -> None:
         settings = self.config.plugins
@@ -231,8 +249,8 @@ class Hub(ServingMixin):
         # Every check that can refuse the new config ran in load_config (reserved toolset
         # names included), so nothing below fails half-way through the state changes.
         old = self.config
-        add_secrets(new.secret_values)
-        runtime.set_config(new)
+        self.secrets.add(new.secret_values)
+        self.runtime.config = new
         self.registry.allow_tool_override = new.hub.allow_tool_override
         for name in set(old.toolsets) - set(new.toolsets):
             self.toolsets.unregister_composite(name)

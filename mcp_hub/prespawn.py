@@ -8,11 +8,14 @@ uses the standard library only): it reads ``servers.toml`` with ``tomllib`` and
 spawns every plain stdio server — ``command``/``args``/``env``/``cwd`` without
 ``${…}`` references, enabled, stdio — exactly as the upstream transport would.
 
-When the transport later connects that server it calls :func:`adopt` with the
-command line, environment and folder it computed from the validated config; a
-pre-started process is used only if all three match exactly, otherwise it is
-stopped and the transport spawns its own. Anything not adopted is stopped when
-the hub exits (:func:`discard_all`). Nothing here changes what runs — only when.
+The processes wait in a hand-off set until the first Hub opens and takes them
+over (:func:`claim`) into its own :class:`EarlyStarts`; a second Hub in the same
+process finds nothing to take. When the Hub's transport later connects a server
+it calls :meth:`EarlyStarts.adopt` with the command line, environment and folder
+it computed from the validated config; a pre-started process is used only if all
+three match exactly, otherwise it is stopped and the transport spawns its own.
+Anything not adopted is stopped when the Hub closes, and anything no Hub took
+when the CLI exits (:func:`discard_all`). Nothing here changes what runs — only when.
 """
 
 from __future__ import annotations
@@ -25,17 +28,20 @@ import subprocess
 import sys
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcp_hub import commands, pdeathsig
 from mcp_hub.config_path import find_config_path
+from mcp_hub.pipes import CoalescingWriter, open_read_pipe, open_write_pipe
 
 __all__ = [
     "INHERITED_ENV_VARS",
-    "adopt",
+    "AdoptEarly",
+    "EarlyStarts",
+    "claim",
     "discard_all",
     "filtered_environment",
     "find_config_path",
@@ -51,6 +57,10 @@ INHERITED_ENV_VARS = (
 )
 
 _READ_CHUNK = 65536
+
+#: ``adopt(name, argv, env, cwd)``: a process started early for ``name``, or None.
+AdoptEarly = Callable[[str, list[str], Mapping[str, str], "str | None"],
+                      Awaitable["AdoptedProcess | None"]]
 
 
 def filtered_environment(extra: Mapping[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -81,8 +91,70 @@ class _Started:
     popen: subprocess.Popen[bytes]
 
 
-_lock = threading.Lock()
-_started: dict[str, _Started] = {}
+class EarlyStarts:
+    """Processes started early, by server name; one set per Hub (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started: dict[str, _Started] = {}
+
+    def started(self) -> dict[str, _Started]:
+        """What waits to be adopted now (a copy)."""
+        with self._lock:
+            return dict(self._started)
+
+    def _put(self, name: str, item: _Started) -> None:
+        with self._lock:
+            self._started[name] = item
+
+    def take_over(self, other: EarlyStarts) -> None:
+        """Move every process of ``other`` into this set."""
+        with other._lock:
+            moved, other._started = other._started, {}
+        with self._lock:
+            self._started.update(moved)
+
+    def discard_all(self) -> None:
+        """Stop every process nobody adopted (blocking: up to a few seconds each)."""
+        with self._lock:
+            left = list(self._started.values())
+            self._started.clear()
+        for item in left:
+            _stop(item.popen)
+
+    async def adopt(self, name: str, argv: list[str], env: Mapping[str, str],
+                    cwd: str | None) -> AdoptedProcess | None:
+        """The process for ``name`` if it was started exactly so, else None."""
+        with self._lock:
+            item = self._started.pop(name, None)
+        if item is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if item.argv != argv or item.env != dict(env) or item.cwd != cwd or item.popen.poll() is not None:
+            await loop.run_in_executor(None, _stop, item.popen)
+            return None
+        try:
+            return await AdoptedProcess.wrap(item.popen)
+        except (OSError, ValueError, RuntimeError):
+            # _stop closes the pipes too, including one a half-done wrap connected.
+            await loop.run_in_executor(None, _stop, item.popen)
+            return None
+
+
+#: What :func:`start` spawned before any Hub existed; the first Hub to open claims it.
+_handoff = EarlyStarts()
+
+
+def claim() -> EarlyStarts:
+    """Take over every process started early and not yet claimed (the Hub calls this)."""
+    owned = EarlyStarts()
+    owned.take_over(_handoff)
+    return owned
+
+
+def discard_all() -> None:
+    """Stop every early process no Hub claimed (the CLI calls this on exit)."""
+    _handoff.discard_all()
 
 
 def _plain(value: Any) -> bool:
@@ -133,8 +205,7 @@ def start(config_path: Path | None) -> int:
             popen = _popen(argv, env, cwd)
         except OSError:
             continue
-        with _lock:
-            _started[name] = _Started(argv, env, cwd, popen)
+        _handoff._put(name, _Started(argv, env, cwd, popen))
         count += 1
     return count
 
@@ -188,33 +259,6 @@ def _stop(popen: subprocess.Popen[bytes]) -> None:
                 popen.wait(2)
 
 
-def discard_all() -> None:
-    """Stop every pre-started process nobody adopted."""
-    with _lock:
-        left = list(_started.values())
-        _started.clear()
-    for item in left:
-        _stop(item.popen)
-
-
-async def adopt(name: str, argv: list[str], env: Mapping[str, str], cwd: str | None) -> AdoptedProcess | None:
-    """The pre-started process for ``name`` if it was started exactly so, else None."""
-    with _lock:
-        item = _started.pop(name, None)
-    if item is None:
-        return None
-    loop = asyncio.get_running_loop()
-    if item.argv != argv or item.env != dict(env) or item.cwd != cwd or item.popen.poll() is not None:
-        await loop.run_in_executor(None, _stop, item.popen)
-        return None
-    try:
-        return await AdoptedProcess.wrap(item.popen)
-    except (OSError, ValueError, RuntimeError):
-        # _stop closes the pipes too, including one a half-done wrap connected.
-        await loop.run_in_executor(None, _stop, item.popen)
-        return None
-
-
 # ---------------------------------------------------------------------------- the adapter
 
 
@@ -242,35 +286,16 @@ class _Receive:
 
 
 class _Send:
-    """A pipe write end with ``send``/``aclose``.
-
-    Everything sent during one turn of the event loop goes out in one write: with
-    many calls in flight, each write is a syscall and a wake-up of the child.
-    """
+    """A pipe write end with ``send``/``aclose`` (one write per event-loop turn)."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self._writer = writer
-        self._queued: list[bytes] = []
-
-    def _flush(self) -> None:
-        data = b"".join(self._queued)
-        self._queued.clear()
-        if data and not self._writer.is_closing():
-            self._writer.write(data)
+        self._out = CoalescingWriter(writer, _WRITE_HIGH_WATER)
 
     async def send(self, data: bytes) -> None:
-        if self._writer.is_closing():
-            raise BrokenPipeError("the child's stdin is closed")
-        if not self._queued:
-            asyncio.get_running_loop().call_soon(self._flush)
-        self._queued.append(data)
-        transport = self._writer.transport
-        if transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
-            await self._writer.drain()
+        await self._out.send(data)
 
     async def aclose(self) -> None:
-        self._flush()
-        self._writer.close()
+        self._out.close()
 
 
 class AdoptedProcess:
@@ -287,20 +312,9 @@ class AdoptedProcess:
     @classmethod
     async def wrap(cls, popen: subprocess.Popen[bytes]) -> AdoptedProcess:
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
-        loop = asyncio.get_running_loop()
-
-        async def reader(pipe: Any) -> _Receive:
-            stream = asyncio.StreamReader(limit=2**31, loop=loop)
-            transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(stream, loop=loop), pipe)
-            return _Receive(stream, transport)
-
-        stdout = await reader(popen.stdout)
-        stderr = await reader(popen.stderr)
-        wtransport, wprotocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop), popen.stdin)
-        writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
-        return cls(popen, _Send(writer), stdout, stderr)
+        stdout = _Receive(*await open_read_pipe(popen.stdout, limit=2**31))
+        stderr = _Receive(*await open_read_pipe(popen.stderr, limit=2**31))
+        return cls(popen, _Send(await open_write_pipe(popen.stdin)), stdout, stderr)
 
     @property
     def returncode(self) -> int | None:

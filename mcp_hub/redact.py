@@ -4,9 +4,11 @@ Two sources of secrets: values that *look* like one (bearer tokens, ``sk-…``,
 ``ghp_…``, ``token=…``/``password=…`` assignments, URL credentials) and the
 exact values that were interpolated from the environment into the config
 (``${GITHUB_TOKEN}``), which may look like anything. :func:`redact` replaces
-both with ``[REDACTED]``. The process-wide set of known values is filled by the
-hub when it loads its config; :class:`RedactingFilter` applies the same to
-every log record.
+both with ``[REDACTED]``. Each Hub keeps its own :class:`Secrets` (filled from
+its config, dropped when it closes); a CLI command outside any Hub adds to the
+process's own set. :func:`redact` and :class:`RedactingFilter` (logging is
+process-wide by nature) replace the values of every set open now: one Hub's
+output may so hide another's secret too, which only ever hides more.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import weakref
 from collections.abc import Iterable
 
-__all__ = ["REDACTED", "RedactingFilter", "add_secrets", "known_secrets", "redact"]
+__all__ = ["REDACTED", "RedactingFilter", "Secrets", "add_secrets", "attach", "detach",
+           "known_secrets", "redact"]
 
 REDACTED = "[REDACTED]"
 
@@ -40,38 +44,82 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)(https?://)[^/\s:@]+:[^/\s@]+@"), r"\1" + REDACTED + "@"),
 ]
 
-_lock = threading.Lock()
-_known: frozenset[str] = frozenset()
-_known_re: re.Pattern[str] | None = None
+class Secrets:
+    """A set of exact secret values and the pattern that finds them; one per Hub.
+
+    Values shorter than 4 characters are ignored (they would redact ordinary words).
+    """
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._values: frozenset[str] = frozenset()
+        self._re: re.Pattern[str] | None = None
+        self.add(values)
+
+    @property
+    def values(self) -> frozenset[str]:
+        """The exact values known."""
+        return self._values
+
+    def add(self, values: Iterable[str]) -> None:
+        """Remember more exact values."""
+        with self._lock:
+            merged = self._values | {v for v in values if v and len(v) >= 4}
+            if merged == self._values:
+                return
+            # Longest first so a secret containing another is replaced whole.
+            alternatives = sorted(merged, key=len, reverse=True)
+            self._re = re.compile("|".join(re.escape(v) for v in alternatives))
+            self._values = frozenset(merged)
+
+    def sub(self, text: str) -> str:
+        """``text`` with every known value replaced (patterns not applied)."""
+        pattern = self._re
+        return text if pattern is None else pattern.sub(REDACTED, text)
+
+
+# Secrets known to this process outside any Hub (a CLI command's config), and the sets
+# of the Hubs open now. The module-level redact() and the log filter use all of them:
+# redacting another Hub's secret only hides more, and a closed Hub's set is dropped.
+_process = Secrets()
+_live: weakref.WeakSet[Secrets] = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+def attach(secrets: Secrets) -> None:
+    """Make a Hub's set known to :func:`redact` and the log filter while it is open."""
+    with _live_lock:
+        _live.add(secrets)
+
+
+def detach(secrets: Secrets) -> None:
+    """Forget a Hub's set (the Hub closed)."""
+    with _live_lock:
+        _live.discard(secrets)
 
 
 def add_secrets(values: Iterable[str]) -> None:
-    """Remember exact secret values (at least 4 characters) to redact everywhere."""
-    global _known, _known_re
-    with _lock:
-        merged = set(_known)
-        merged.update(v for v in values if v and len(v) >= 4)
-        _known = frozenset(merged)
-        if _known:
-            # Longest first so a secret containing another is replaced whole.
-            alternatives = sorted(_known, key=len, reverse=True)
-            _known_re = re.compile("|".join(re.escape(v) for v in alternatives))
-        else:
-            _known_re = None
+    """Remember exact secret values of this process (a CLI command outside any Hub)."""
+    _process.add(values)
 
 
 def known_secrets() -> frozenset[str]:
-    """The exact values registered with :func:`add_secrets`."""
-    return _known
+    """Every exact value :func:`redact` replaces now (the process's and open Hubs')."""
+    with _live_lock:
+        sets = [_process, *_live]
+    return frozenset().union(*(s.values for s in sets))
 
 
 def redact(text: str, extra: Iterable[str] = ()) -> str:
     """Return ``text`` with every secret-looking value and known secret replaced."""
     if not text:
         return text
-    known_re = _known_re
-    if known_re is not None:
-        text = known_re.sub(REDACTED, text)
+    text = _process.sub(text)
+    if _live:
+        with _live_lock:
+            sets = list(_live)
+        for secrets in sets:
+            text = secrets.sub(text)
     for value in extra:
         if value and len(value) >= 4:
             text = text.replace(value, REDACTED)

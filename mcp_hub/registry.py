@@ -378,5 +378,6 @@ class ToolRegistry:
             return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
 
-#: The process-wide registry builtin tools register into at import time.
+#: The table builtin tools declare themselves in at import time. It serves nothing:
+#: each Hub registers entries made from it, bound to the Hub (mcp_hub.builtin_binding).
 registry = ToolRegistry()

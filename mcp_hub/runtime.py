@@ -1,24 +1,33 @@
-"""Process-wide runtime facts that module-level tools need at call time.
+"""Runtime facts that builtin tools need at call time, one set per Hub.
 
-Builtin tools register themselves at import time, before any config is loaded,
-so their ``check_fn`` and handlers read the active settings from here. The Hub
-sets them when it starts (and again on reload); tests set them directly.
-This module imports nothing of the project but the config models.
+Builtin tools are declared at import time, before any config is loaded, so
+their ``check_fn`` and handlers cannot take the config as a parameter. Each Hub
+owns a :class:`Runtime` (its config and how it is served) and registers the
+builtins into its own registry *bound* to it (:func:`bind`): a bound function
+runs with that Runtime as the current one, so :func:`get_config` inside a
+builtin answers for the Hub that called it, even with two Hubs in one process.
+
+Outside any Hub (tests calling a builtin directly), the current Runtime is a
+fallback that :func:`set_config`/:func:`set_listener` write; a Hub never writes
+it. This module imports nothing of the project but the config models.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import ipaddress
-import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from mcp_hub.config import HubConfig
 
-__all__ = ["Listener", "get_config", "get_listener", "is_exposed_without_auth", "set_config",
-           "set_listener"]
+__all__ = ["Listener", "Runtime", "bind", "current", "get_config", "get_listener",
+           "is_exposed_without_auth", "is_loopback", "set_config", "set_listener"]
 
-_lock = threading.Lock()
-_config: HubConfig = HubConfig()
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -30,31 +39,75 @@ class Listener:
     authenticated: bool = False
 
 
-_listener = Listener()
+@dataclass
+class Runtime:
+    """One Hub's runtime facts: its active config and how it is served."""
+
+    config: HubConfig = field(default_factory=HubConfig)
+    listener: Listener = field(default_factory=Listener)
+
+    def is_exposed_without_auth(self) -> bool:
+        """True when served over HTTP on a non-loopback address with no sign-in."""
+        listener = self.listener
+        return listener.transport == "http" and not is_loopback(listener.host) and not (
+            listener.authenticated
+        )
+
+
+_fallback = Runtime()
+_current: ContextVar[Runtime | None] = ContextVar("mcp_hub.runtime", default=None)
+
+
+def current() -> Runtime:
+    """The Runtime of the Hub whose bound builtin is running (else the fallback)."""
+    bound = _current.get()
+    return _fallback if bound is None else bound
+
+
+def bind(runtime: Runtime, fn: F, *, is_async: bool | None = None) -> F:
+    """``fn`` wrapped so it runs with ``runtime`` current (sync or async alike).
+
+    ``is_async`` says whether calling ``fn`` returns an awaitable to await inside
+    the binding (default: whether it is a coroutine function).
+    """
+    if is_async if is_async is not None else inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def bound_async(*args: Any, **kwargs: Any) -> Any:
+            token = _current.set(runtime)
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                _current.reset(token)
+        return bound_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        token = _current.set(runtime)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _current.reset(token)
+    return bound  # type: ignore[return-value]
 
 
 def get_config() -> HubConfig:
-    """The active :class:`HubConfig` (an empty default before the hub starts)."""
-    return _config
+    """The current Hub's :class:`HubConfig` (an empty default outside any Hub)."""
+    return current().config
 
 
 def set_config(config: HubConfig) -> None:
-    """Make ``config`` the active configuration."""
-    global _config
-    with _lock:
-        _config = config
+    """Set the fallback Runtime's config (for code run outside any Hub)."""
+    _fallback.config = config
 
 
 def get_listener() -> Listener:
-    """How the hub is being served right now."""
-    return _listener
+    """How the current Hub is being served."""
+    return current().listener
 
 
 def set_listener(listener: Listener) -> None:
-    """Record how the hub is being served (the serving side calls this)."""
-    global _listener
-    with _lock:
-        _listener = listener
+    """Set the fallback Runtime's listener (for code run outside any Hub)."""
+    _fallback.listener = listener
 
 
 def is_loopback(host: str) -> bool:
@@ -68,8 +121,5 @@ def is_loopback(host: str) -> bool:
 
 
 def is_exposed_without_auth() -> bool:
-    """True when the hub listens on a non-loopback address with no auth tokens."""
-    listener = _listener
-    return listener.transport == "http" and not is_loopback(listener.host) and not (
-        listener.authenticated
-    )
+    """True when the current Hub listens on a non-loopback address with no sign-in."""
+    return current().is_exposed_without_auth()

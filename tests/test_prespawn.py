@@ -45,7 +45,7 @@ def test_only_plain_enabled_stdio_servers_are_started_early(tmp_path: Path) -> N
         + '[servers.missing]\ncommand = "no-such-command-anywhere"\n',
     )
     assert prespawn.start(config) == 1
-    started = dict(prespawn._started)
+    started = prespawn._handoff.started()
     assert list(started) == ["plain"]
     assert started["plain"].cwd == str(ROOT)
 
@@ -53,16 +53,18 @@ def test_only_plain_enabled_stdio_servers_are_started_early(tmp_path: Path) -> N
 async def test_a_matching_process_is_adopted_and_a_different_one_is_stopped(tmp_path: Path) -> None:
     config = write_config(tmp_path, echo_server_toml("a") + echo_server_toml("b"))
     assert prespawn.start(config) == 2
-    a, b = prespawn._started["a"], prespawn._started["b"]
+    early = prespawn.claim()
+    assert prespawn._handoff.started() == {} and set(early.started()) == {"a", "b"}
+    a, b = early.started()["a"], early.started()["b"]
     with anyio.fail_after(20):
-        adopted = await prespawn.adopt("a", a.argv, a.env, a.cwd)
+        adopted = await early.adopt("a", a.argv, a.env, a.cwd)
         assert adopted is not None and adopted.pid == a.popen.pid
         await adopted.stdin.send(
             b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
         chunk = await adopted.stdout.__anext__()
         assert b'"id":1' in chunk.replace(b" ", b"")
         # Same server, other environment: not adopted, and the early process is stopped.
-        assert await prespawn.adopt("b", b.argv, {**b.env, "EXTRA": "1"}, b.cwd) is None
+        assert await early.adopt("b", b.argv, {**b.env, "EXTRA": "1"}, b.cwd) is None
         while _alive(b.popen.pid):
             await anyio.sleep(0.02)
         await adopted.stdin.aclose()
@@ -73,10 +75,10 @@ async def test_a_matching_process_is_adopted_and_a_different_one_is_stopped(tmp_
 def test_discard_all_stops_what_nobody_adopted(tmp_path: Path) -> None:
     config = write_config(tmp_path, echo_server_toml("left"))
     assert prespawn.start(config) == 1
-    pid = prespawn._started["left"].popen.pid
+    pid = prespawn._handoff.started()["left"].popen.pid
     prespawn.discard_all()
     assert not _alive(pid)
-    assert prespawn._started == {}
+    assert prespawn._handoff.started() == {}
 
 
 def _pids_with(marker: str) -> list[int]:

@@ -254,7 +254,6 @@ def test_prespawn_does_not_start_a_server_whose_args_use_dollar_escapes(tmp_path
 
 
 async def _reload_after_writing(tmp_path: Path, content: bytes) -> tuple[bool | BaseException, Any, Any]:
-    from mcp_hub import runtime
     from mcp_hub.config import load_config
     from mcp_hub.hub import Hub
 
@@ -268,7 +267,7 @@ async def _reload_after_writing(tmp_path: Path, content: bytes) -> tuple[bool | 
             outcome = await hub.reload()
         except Exception as exc:  # what would kill watch_config and with it the hub
             outcome = exc
-        return outcome, (hub.config is old), (runtime.get_config() is old)
+        return outcome, (hub.config is old), (hub.runtime.config is old)
 
 
 async def test_reload_of_a_file_that_is_not_utf8_keeps_the_running_config(tmp_path: Path) -> None:

@@ -38,8 +38,8 @@ GRACEFUL_SECONDS = 2
 
 async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
     """Serve the hub on this process's stdin/stdout (Claude Desktop, IDEs)."""
-    runtime.set_listener(runtime.Listener("stdio"))
     async with Hub(config) as hub:
+        hub.runtime.listener = runtime.Listener("stdio")
         server = build_server(hub, profile)
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain_on_signals, hub.drain, config.hub.drain_seconds,
@@ -110,7 +110,7 @@ async def serve_http(
     tokens = [t for _, t in http.token_entries()]
     signed_in = bool(tokens) or config.auth is not None
     check_bind(host, tokens or ([config.auth.issuer] if config.auth else []), allow_unauthenticated)
-    runtime.set_listener(runtime.Listener("http", host, signed_in))
+    listener = runtime.Listener("http", host, signed_in)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -124,6 +124,7 @@ async def serve_http(
     from mcp_hub.downstream.http_limits import ConnectionLimits, limited_protocol
 
     async with Hub(config) as hub:
+        hub.runtime.listener = listener
         app = build_app(hub, host=host, http=http, stateless=stateless)
         limits = ConnectionLimits.from_config(http)
         uv_config = uvicorn.Config(

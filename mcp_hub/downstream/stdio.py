@@ -38,6 +38,7 @@ from mcp.shared.message import SessionMessage
 
 from mcp_hub.batching import join_ready
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
+from mcp_hub.pipes import CoalescingWriter, open_read_pipe, open_write_pipe
 
 __all__ = ["stdio_server"]
 
@@ -168,8 +169,7 @@ class _StdioPipes:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.rtransport: asyncio.BaseTransport | None = None
-        self.wtransport: asyncio.WriteTransport | None = None
-        self.queued: list[bytes] = []
+        self.out: CoalescingWriter | None = None
         self.fast: FastPath | None = None
         self.read_writer, self.read_stream = create_context_streams[SessionMessage | Exception](0)
         # A plain memory stream on the write side: the writer drains everything that is
@@ -177,25 +177,10 @@ class _StdioPipes:
         self.write_stream, self.write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def open(self, in_fd: int, out_fd: int) -> None:
-        loop = self.loop
         rfile = os.fdopen(in_fd, "rb", buffering=0)
         wfile = os.fdopen(out_fd, "wb", buffering=0)
-        self.reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
-        reader = self.reader
-        self.rtransport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), rfile)
-        wtransport, wprotocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop), wfile)
-        self.wtransport = wtransport
-        self.writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
-
-    def flush(self) -> None:
-        queued = self.queued
-        data = b"".join(queued)
-        queued.clear()
-        wtransport = self.wtransport
-        if data and wtransport is not None and not wtransport.is_closing():
-            wtransport.write(data)
+        self.reader, self.rtransport = await open_read_pipe(rfile, limit=MAX_LINE_BYTES)
+        self.out = CoalescingWriter(await open_write_pipe(wfile), _HIGH_WATER)
 
     async def send_raw(self, data: bytes) -> None:
         """Queue ``data``; everything written during one turn of the event loop goes out in one write.
@@ -203,17 +188,13 @@ class _StdioPipes:
         Under concurrency many answers finish together, and each write is a syscall
         plus a wake-up of the client.
         """
-        transport = self.wtransport
-        if transport is None or transport.is_closing():
+        out = self.out
+        if out is None:
             return
-        if not self.queued:
-            self.loop.call_soon(self.flush)
-        self.queued.append(data)
-        if transport.get_write_buffer_size() > _HIGH_WATER:
-            try:
-                await self.writer.drain()
-            except ConnectionError:  # the client went away; the reader sees EOF next
-                return
+        try:
+            await out.send(data)
+        except ConnectionError:  # closed, or the client went away; the reader sees EOF next
+            return
 
     async def stdin_reader(self) -> None:
         try:
@@ -293,8 +274,7 @@ class _StdioPipes:
             self.rtransport.close()
 
     def close(self) -> None:
-        self.flush()
         if self.rtransport is not None:
             self.rtransport.close()
-        if self.wtransport is not None:
-            self.wtransport.close()
+        if self.out is not None:
+            self.out.close()

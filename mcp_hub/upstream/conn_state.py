@@ -29,6 +29,7 @@ from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import TransportProbe
 
 if TYPE_CHECKING:
+    from mcp_hub.prespawn import AdoptEarly
     from mcp_hub.upstream.calls import _Call
 
 __all__ = ["ConnectionHooks", "ConnectionState", "Kind", "ToolRecord"]
@@ -60,6 +61,9 @@ class ConnectionHooks:
     pins: PinStore | None = None
     #: The hub's own answer to a ``roots/list`` no downstream call can take (mcp_hub.roots).
     roots: Callable[[], types.ListRootsResult] | None = None
+    #: ``adopt_early(name, argv, env, cwd)``: the Hub's process started early for this
+    #: server, if it was started exactly so (mcp_hub.prespawn); None adopts nothing.
+    adopt_early: AdoptEarly | None = None
 
 
 @dataclass(slots=True)

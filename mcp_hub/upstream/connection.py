@@ -158,7 +158,8 @@ class ServerConnection(CatalogMixin, RelaysMixin):
         with anyio.CancelScope(deadline=started + timeout) as connect_scope:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(
-                    open_transport(self.name, self.config, probe=probe, on_eof=self._mark_lost)
+                    open_transport(self.name, self.config, probe=probe, on_eof=self._mark_lost,
+                                   adopt_early=self.hooks.adopt_early)
                 )
                 session = ClientSession(
                     read,

@@ -21,7 +21,7 @@ way comes back when the server that held its name goes away.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, Literal, Self
 
@@ -36,6 +36,7 @@ from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
 from mcp_hub.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.pins import PinError, PinStore
+from mcp_hub.prespawn import AdoptEarly
 from mcp_hub.redact import add_secrets
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
 from mcp_hub.upstream.status import UpstreamStatus
@@ -82,6 +83,8 @@ class UpstreamManager:
         on_change: OnChange | None = None,
         on_resource_updated: OnResourceUpdated | None = None,
         on_log: OnLog | None = None,
+        remember_secrets: Callable[[Iterable[str]], None] = add_secrets,
+        adopt_early: AdoptEarly | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -91,6 +94,10 @@ class UpstreamManager:
         self._log_level: types.LoggingLevel | None = None
         #: What an upstream's roots/list outside any call is answered with (set by the Hub).
         self.roots_provider: Callable[[], types.ListRootsResult] | None = None
+        #: Where this manager's secret values go (a Hub passes its own set's ``add``).
+        self.remember_secrets = remember_secrets
+        #: The Hub's early-started processes, offered to each stdio connection.
+        self.adopt_early = adopt_early
         self._connections: dict[str, ServerConnection] = {}
         self._order: dict[str, int] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -115,6 +122,7 @@ class UpstreamManager:
             client_version=__version__,
             pins=self.pins,
             roots=self._roots_answer,
+            adopt_early=self.adopt_early,
         )
 
     def _roots_answer(self) -> types.ListRootsResult:
@@ -169,7 +177,7 @@ class UpstreamManager:
                     conn.request_refresh("tools")
 
     def _build_connections(self, config: HubConfig) -> None:
-        _remember_secrets(config)
+        self.remember_secrets(_secret_values(config))
         self._order = {name: i for i, name in enumerate(config.servers)}
         for name, server in config.servers.items():
             self._connections[name] = ServerConnection(
@@ -238,7 +246,7 @@ class UpstreamManager:
         its connection untouched.
         """
         old = self.config
-        _remember_secrets(new)
+        self.remember_secrets(_secret_values(new))
         naming_changed = (
             old.hub.tool_name_separator != new.hub.tool_name_separator
             or old.hub.max_tool_name_length != new.hub.max_tool_name_length
@@ -542,14 +550,17 @@ class UpstreamManager:
                 tg.start_soon(one, conn)
 
 
-def _remember_secrets(config: HubConfig) -> None:
-    """Interpolated values and header values never appear in errors, logs or status."""
+def _secret_values(config: HubConfig) -> set[str]:
+    """Interpolated values, header values and OAuth client secrets: never in errors,
+    logs or status."""
     values = set(config.secret_values)
     for server in config.servers.values():
         values.update(server.headers.values())
         for value in server.headers.values():
             values.update(part for part in value.split() if len(part) >= 8)
-    add_secrets(values)
+        if server.oauth.client_secret:
+            values.add(server.oauth.client_secret)
+    return values
 
 
 def _differs(a: ServerConfig, b: ServerConfig) -> bool:

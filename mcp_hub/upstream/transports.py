@@ -45,7 +45,7 @@ from mcp_hub import commands, pdeathsig, prespawn
 from mcp_hub.batching import join_ready
 from mcp_hub.config import ServerConfig
 from mcp_hub.errors import UpstreamError
-from mcp_hub.prespawn import INHERITED_ENV_VARS
+from mcp_hub.prespawn import INHERITED_ENV_VARS, AdoptEarly
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
@@ -115,6 +115,7 @@ async def open_transport(
     *,
     probe: TransportProbe,
     on_eof: Callable[[str], None],
+    adopt_early: AdoptEarly | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Open the transport of server ``name``; yields the ``(read, write)`` stream pair.
 
@@ -123,7 +124,7 @@ async def open_transport(
     failed request.
     """
     if config.transport == "stdio":
-        async with _stdio(name, config, probe, on_eof) as streams:
+        async with _stdio(name, config, probe, on_eof, adopt_early) as streams:
             yield streams
         return
     auth = _oauth(name, config, probe, on_eof) if config.auth == "oauth" else None
@@ -209,11 +210,14 @@ def _resolve_command(config: ServerConfig) -> str:
 
 @asynccontextmanager
 async def _stdio(
-    name: str, config: ServerConfig, probe: TransportProbe, on_eof: Callable[[str], None]
+    name: str, config: ServerConfig, probe: TransportProbe, on_eof: Callable[[str], None],
+    adopt_early: AdoptEarly | None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     command = _resolve_command(config)
     argv, env = [command, *config.args], child_environment(config)
-    process: Any = await prespawn.adopt(name, argv, env, config.cwd)
+    process: Any = None
+    if adopt_early is not None:
+        process = await adopt_early(name, argv, env, config.cwd)
     if process is not None:
         logger.debug("[%s] using the process started early (pid %d)", name, process.pid,
                      extra={"server": name})

@@ -12,7 +12,6 @@ import anyio
 import httpx2
 
 from mcp_hub.config import ServerConfig
-from mcp_hub.redact import add_secrets
 from mcp_hub.upstream.oauth.kvstore import StateStore
 from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider
 from mcp_hub.upstream.oauth.secretbox import SecretBox
@@ -48,9 +47,7 @@ def hub_auth(name: str, config: ServerConfig,
              on_needs_login: Callable[[str], None]) -> httpx2.Auth:
     """The ``httpx`` auth a running hub uses for server ``name`` (never interactive)."""
     assert config.url is not None
-    settings = config.oauth
-    if settings.client_secret:
-        add_secrets([settings.client_secret])
+    settings = config.oauth  # its client_secret is among the manager's secret values
     store = token_store(name, config)
     if settings.grant == "client_credentials":
         return HubClientCredentialsProvider(config.url, store, settings)
