@@ -320,8 +320,10 @@ async def raw_session(url: str) -> dict[str, str]:
     return headers
 
 
+# With a progress token the call keeps its SSE stream (the fast path answers plain calls
+# with one JSON body at the end).
 HANG = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "h_hang", "arguments": {"seconds": 60}}}
+        "params": {"name": "h_hang", "arguments": {"seconds": 60}, "_meta": {"progressToken": "h2"}}}
 
 
 async def upstream_hangs(observer: Any, count: int = 1) -> None:

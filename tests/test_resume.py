@@ -81,8 +81,10 @@ async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str | None, 
 
 
 def _call(rid: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    # The progress token keeps the call on an SSE stream (a plain call may be answered
+    # as one JSON body by the fast path, which has no events to resume).
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments}}
+            "params": {"name": name, "arguments": arguments, "_meta": {"progressToken": f"p{rid}"}}}
 
 
 async def test_drop_and_resume_with_last_event_id_gets_the_result(tmp_path: Path) -> None:
@@ -126,19 +128,29 @@ r = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "k", "version": "1"}}})
 session = r.getheader("mcp-session-id"); r.read()
 post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session).read()
-r = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-          "params": {"name": "work_hang", "arguments": {}}}, session)
-r.fp.readline()
+post({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, session).read()
+call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "work_hang", "arguments": {}}}
+if sys.argv[3] == "sse":  # a progress token keeps the call on its SSE stream
+    call["params"]["_meta"] = {"progressToken": "p1"}
+    r = post(call, session)
+    r.fp.readline()
+else:  # a plain call: the fast path answers it with one JSON body, at the end
+    c = http.client.HTTPConnection(host, port)
+    c.request("POST", "/mcp", json.dumps(call), {
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25", "mcp-session-id": session})
 print("calling", flush=True)
 sys.stdin.read()
 """
 
 
-async def test_killed_client_gets_its_call_cancelled_upstream(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stream", ["sse", "json"])
+async def test_killed_client_gets_its_call_cancelled_upstream(tmp_path: Path, stream: str) -> None:
     with anyio.fail_after(90):
         async with http_hub(_config(tmp_path), tmp_path) as hub:
             client = subprocess.Popen(
-                [sys.executable, "-c", _KILLED_CLIENT, "127.0.0.1", str(hub.port)],
+                [sys.executable, "-c", _KILLED_CLIENT, "127.0.0.1", str(hub.port), stream],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             try:
                 assert client.stdout is not None
