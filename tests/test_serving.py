@@ -181,7 +181,11 @@ async def test_a_burst_of_upstream_changes_reaches_the_client_as_few_notificatio
             async with anyio.create_task_group() as tg:
                 for i in range(100):
                     tg.start_soon(session.call_tool, "echo_add_tool", {"name": f"burst{i:03d}"})
-            # Wait until the hub's registry shows all 100 tools.
+            # The burst's notification first: a list before it would already show the
+            # new tools, and a client is told only of changes it has not seen.
+            while notified == 0:
+                await anyio.sleep(0.02)
+            # Then wait until the hub's registry shows all 100 tools.
             while True:
                 names = {t.name for t in (await session.list_tools()).tools}
                 if all(f"echo_burst{i:03d}" in names for i in range(100)):
