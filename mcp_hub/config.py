@@ -156,6 +156,10 @@ class HubSettings(_Model):
     #: How many calls may wait on input rounds at once.
     max_input_rounds: int = Field(default=1000, ge=1)
     http: HttpConfig = Field(default_factory=HttpConfig)
+    #: Live per-user upstream sessions (``oauth_per_user`` servers), all servers together.
+    per_user_max_sessions: int = Field(default=256, ge=1)
+    #: A per-user upstream session idle this long is closed.
+    per_user_idle_seconds: float = Field(default=900.0, gt=0)
 
     @field_validator("path")
     @classmethod
@@ -194,6 +198,8 @@ class ServerConfig(_Model):
     #: ``"oauth"``: authenticate with OAuth (see docs/upstreams.md); http/sse servers only.
     auth: Literal["oauth"] | None = None
     oauth: OAuthSettings = Field(default_factory=OAuthSettings)
+    #: Each signed-in identity connects its own account (docs/upstreams.md, "Per user").
+    oauth_per_user: bool = False
     # Where OAuth tokens are kept (the hub's state dir); set by the loader.
     _state_dir: Path | None = PrivateAttr(default=None)
     # Set by the loader from [hub] path / hub_bin_on_path (see mcp_hub.commands).
@@ -221,6 +227,8 @@ class ServerConfig(_Model):
             raise ValueError("url: must start with http:// or https://")
         if self.auth == "oauth" and self.transport == "stdio":
             raise ValueError("auth 'oauth' needs an http or sse server ('url')")
+        if self.oauth_per_user and (self.auth != "oauth" or self.oauth.grant != "authorization_code"):
+            raise ValueError("oauth_per_user needs auth = \"oauth\" with the authorization_code grant")
         return self
 
     @property
@@ -371,6 +379,16 @@ class HubConfig(_Model):
                     f"{', '.join(sorted(RESERVED_TOOLSET_NAMES - {'all', '*'}))} and mcp-<server>)"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _per_user_identity(self) -> HubConfig:
+        named = any(isinstance(t, NamedToken) for t in self.hub.http.auth_tokens)
+        for name, server in self.servers.items():
+            if server.oauth_per_user and self.auth is None and not named:
+                raise ValueError(
+                    f"servers.{name}.oauth_per_user: the hub does not know who is calling; set "
+                    "[auth] (OAuth sign-in) or named [hub.http] auth_tokens")
+        return self
 
     @model_validator(mode="after")
     def _rule_profiles(self) -> HubConfig:

@@ -65,6 +65,8 @@ class CallContext:
     session_id: str | None = None
     #: The call's span while telemetry traces it (:class:`mcp_hub.telemetry.CallSpan`).
     trace: Any = None
+    #: The signed-in identity's name (set by the Hub from the caller), for per-user upstreams.
+    identity: str | None = None
 
     # -- capabilities --------------------------------------------------------------
     @property

@@ -55,6 +55,7 @@ from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
 from mcp_hub.upstream.oauth.attach import login_wanted
+from mcp_hub.upstream.peruser import PerUserServers, hub_connected
 
 __all__ = ["Hub"]
 
@@ -104,12 +105,14 @@ class Hub(ServingMixin):
         #: Stdio servers the CLI started before this hub existed, taken over on enter.
         self.early = EarlyStarts()
         self.upstreams = UpstreamManager(
-            config, self.registry, remember_secrets=self.secrets.add,
+            hub_connected(config), self.registry, remember_secrets=self.secrets.add,
             adopt_early=self.early.adopt,
             on_change=self._on_upstream_change,
             on_resource_updated=self._on_resource_updated,
             on_log=self._on_upstream_log,
         )
+        #: ``oauth_per_user`` servers: one upstream session per signed-in identity.
+        self.per_user = PerUserServers(config, self.registry)
         #: This hub's toolsets: the builtin ones plus the composites of its config.
         self.toolsets = Toolsets()
         #: This hub's config and listener, as its builtin tools read them (mcp_hub.runtime).
@@ -168,6 +171,7 @@ class Hub(ServingMixin):
             await stack.enter_async_context(self.state.running())
             await tg.start(self.rounds.run)
             await stack.enter_async_context(self.upstreams)
+            await stack.enter_async_context(self.per_user)
             stack.callback(tg.cancel_scope.cancel)
         except BaseException:
             await stack.__aexit__(None, None, None)
@@ -261,7 +265,8 @@ class Hub(ServingMixin):
             bridge.settings = new.tool_search
         self._tools_cache.clear()
         self._catalog_cache.clear()
-        await self.upstreams.apply_config(new)
+        await self.upstreams.apply_config(hub_connected(new))
+        self.per_user.apply_config(new)
         await self.roots.changed()  # the configured file roots may be what upstreams see
         self.registry.invalidate_check_fn_cache()
         self.sessions.changed("tools")
@@ -447,6 +452,7 @@ class Hub(ServingMixin):
         call = call if call is not None else CallContext(tool_name=name, hub=self)
         if call.hub is None:
             call.hub = self
+        call.identity = call.identity or caller.identity
         started = time.perf_counter()
         status = "error"
         result: types.CallToolResult | None = None
@@ -506,6 +512,7 @@ class Hub(ServingMixin):
         if callable(pin_report):
             extra["pins"] = pin_report()
         extra["state"] = self.state.status()
+        extra["per_user"] = self.per_user.status()
         return {
             "hub": {"name": self.config.hub.name, "version": self.version,
                     "uptime_seconds": round(time.time() - self.started_at, 1),

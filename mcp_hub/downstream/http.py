@@ -44,6 +44,7 @@ from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, 
 from mcp_hub.auth.identity import Identity
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.connect_routes import CONNECT_PREFIX, connect_routes
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
@@ -140,7 +141,7 @@ class GuardMiddleware:
                 await Response(status_code=303, headers={"Location": "/", "Set-Cookie": cookie})(
                     scope, receive, send)
                 return
-        if self.authn.enabled:
+        if self.authn.enabled and not path.startswith(CONNECT_PREFIX):  # the ticket is the proof
             identity = await self._identify(scope, headers, receive, send)
             if identity is None:
                 return
@@ -348,6 +349,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         Route("/mcp", endpoint=StreamableHTTPASGIApp(managers[None])),
         *sse_routes,
         *_ops_routes(hub, pool, resumption, fast_served, replicas, bus),
+        *connect_routes(hub, http.public_url),
     ]
     for profile, manager in managers.items():
         if profile is not None:

@@ -1,0 +1,60 @@
+"""One MCP client session with an upstream, authenticated by an ``httpx`` OAuth provider."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import mcp.types as types
+from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_hub.config import ServerConfig
+
+__all__ = ["list_tools", "user_session"]
+
+_MAX_PAGES = 100
+
+
+@asynccontextmanager
+async def user_session(config: ServerConfig, auth: httpx2.Auth, *,
+                       init_seconds: float) -> AsyncIterator[ClientSession]:
+    """An initialized session with ``config.url``; ``auth`` adds (and refreshes) the token."""
+    assert config.url is not None
+    read_timeout = max(config.max_call_seconds, 300.0)
+    async with AsyncExitStack() as stack:
+        streams: Any
+        if config.transport == "sse":
+            streams = await stack.enter_async_context(sse_client(
+                config.url, headers=dict(config.headers) or None,
+                timeout=config.connect_timeout, sse_read_timeout=read_timeout, auth=auth))
+        else:
+            client = httpx2.AsyncClient(
+                headers=dict(config.headers) or None, auth=auth,
+                timeout=httpx2.Timeout(config.connect_timeout, read=read_timeout))
+            await stack.enter_async_context(client)
+            streams = await stack.enter_async_context(
+                streamable_http_client(config.url, http_client=client))
+        read, write = streams[0], streams[1]
+        session = await stack.enter_async_context(ClientSession(read, write))
+        with anyio.fail_after(init_seconds):
+            await session.initialize()
+        yield session
+
+
+async def list_tools(session: ClientSession) -> list[types.Tool]:
+    """Every page of the session's tools."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools

@@ -1,0 +1,215 @@
+"""Per-user OAuth to an upstream (``oauth_per_user = true``), with real parts only.
+
+Two real oauth2-mock-server processes: one signs the hub's own callers in
+(``[auth]``, JWTs with ``sub`` alice, bob, carol), the other is the upstream's
+authorization server. The upstream is an MCP server built with the Python SDK's
+``AuthSettings``/``TokenVerifier`` that checks every token and records the
+``sub`` of each call. The hub runs as a real process over Streamable HTTP.
+
+Alice and Bob each get a URL-mode elicitation, follow its URL headlessly
+(the hub's ``/connect`` page, the authorization server, the hub's callback),
+and their calls then reach the upstream with their own tokens. Carol's client
+declares no URL elicitation: she gets the URL-elicitation-required error and
+no data. Tokens never show in the hub's log, status, metrics or audit file, and
+the store on disk holds none in plain text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import types
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp.types import URL_ELICITATION_REQUIRED, TextContent
+
+from mcp_hub.config import load_config
+from mcp_hub.upstream.oauth.attach import token_store
+from tests.auth_support import AuthServer, oauth_server
+from tests.hubtest import HttpHub, http_hub, http_session
+from tests.oauth_parts import auth_server, protected_server
+
+pytestmark = pytest.mark.anyio
+
+
+def _config(tmp: Path, upstream: str, issuer: str) -> Path:
+    path = tmp / "servers.toml"
+    path.write_text(
+        f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
+        f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
+        f'prefix = "p"\nconnect_timeout = 10\n\n'
+        f'[auth]\nissuer = "{issuer}"\n\n'
+        f'[audit]\npath = "{tmp / "audit.jsonl"}"\ninclude_arguments = true\n')
+    return path
+
+
+def _text(result: types.CallToolResult) -> str:
+    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def _subs(calls: Path) -> list[str]:
+    if not calls.exists():
+        return []
+    return [line.split()[1] for line in calls.read_text().splitlines()]
+
+
+class Browser:
+    """Follows connect URLs headlessly, as the person with ``upstream_sub`` at the upstream's AS."""
+
+    def __init__(self, upstream_as: str, upstream_sub: str) -> None:
+        self.upstream_as = upstream_as
+        self.upstream_sub = upstream_sub
+        self.urls: list[str] = []
+        self.pages: list[httpx2.Response] = []
+
+    async def elicit(self, context: Any, params: types.ElicitRequestParams
+                     ) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams), params
+        assert params.elicitation_id
+        self.urls.append(params.url)
+        async with httpx2.AsyncClient(timeout=30) as http:
+            # Who the upstream's authorization server signs in (it redirects at once).
+            (await http.post(f"{self.upstream_as}/test/subject",
+                             json={"sub": self.upstream_sub})).raise_for_status()
+        async with httpx2.AsyncClient(timeout=60, follow_redirects=True) as browser:
+            page = await browser.get(params.url)
+        self.pages.append(page)
+        return types.ElicitResult(action="accept")
+
+
+async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
+    token = await auth.token(sub=sub, aud=f"{hub.base}/mcp", scope="mcp")
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _connect_and_call(hub: HttpHub, headers: dict[str, str], browser: Browser
+                            ) -> tuple[str, list[str]]:
+    async with http_session(hub.mcp_url, headers=headers,
+                            elicitation_callback=browser.elicit) as session:
+        first = await session.list_tools()
+        names = [t.name for t in first.tools if t.name.startswith("p_")]
+        if names == ["p_connect"]:
+            # Nobody connected yet: the placeholder's call elicits, runs the flow, lists.
+            connected = await session.call_tool("p_connect", {})
+            assert not connected.is_error and "Connected to prot" in _text(connected)
+            listed = [t.name for t in (await session.list_tools()).tools if t.name.startswith("p_")]
+            assert "p_whoami" in listed and "p_connect" not in listed
+        # Bob's first call of a real tool: a URL elicitation, the flow, then the call.
+        result = await session.call_tool("p_whoami", {})
+        assert not result.is_error, _text(result)
+        return _text(result), names
+
+
+async def test_two_users_connect_their_own_accounts_a_third_gets_the_url_error(
+        tmp_path: Path) -> None:
+    calls = tmp_path / "calls.txt"
+    with auth_server(token_seconds=600) as upstream_as, \
+            protected_server(upstream_as.url, calls) as upstream:
+        async with oauth_server() as auth:
+            config_path = _config(tmp_path, upstream, auth.issuer)
+            async with http_hub(config_path, tmp_path) as hub:
+                with anyio.fail_after(120):
+                    await _scenario(hub, auth, upstream_as.url, config_path, calls, tmp_path)
+
+
+async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_path: Path,
+                    calls: Path, tmp: Path) -> None:
+    alice_h, bob_h, carol_h = [await _bearer(auth, hub, s) for s in ("alice", "bob", "carol")]
+    alice = Browser(upstream_as, "alice")
+    text, names = await _connect_and_call(hub, alice_h, alice)
+    assert names == ["p_connect"], "before anyone connected: the placeholder alone"
+    assert text.startswith("sub=alice "), text
+    assert len(alice.urls) == 1 and alice.urls[0].startswith(f"{hub.base}/connect/prot?t=")
+    assert alice.pages[0].status_code == 200 and "Connected to prot" in alice.pages[0].text
+    # The link is single-use: opening it again is refused.
+    async with httpx2.AsyncClient(timeout=30) as http:
+        again = await http.get(alice.urls[0], follow_redirects=True)
+    assert again.status_code == 403 and "already used" in again.text
+
+    bob = Browser(upstream_as, "bob")
+    text, names = await _connect_and_call(hub, bob_h, bob)
+    assert "p_whoami" in names and "p_echo" in names, "after a connect: the upstream's catalog"
+    assert text.startswith("sub=bob "), text
+    assert _subs(calls) == ["alice", "bob"]
+
+    # Later calls: each on its own session with its own token, no new elicitation.
+    for headers, who, browser in ((alice_h, "alice", alice), (bob_h, "bob", bob)):
+        async with http_session(hub.mcp_url, headers=headers,
+                                elicitation_callback=browser.elicit) as session:
+            for _ in range(2):
+                result = await session.call_tool("p_whoami", {})
+                assert _text(result).startswith(f"sub={who} "), _text(result)
+    assert len(alice.urls) == 1 and len(bob.urls) == 1
+    assert _subs(calls) == ["alice", "bob", "alice", "alice", "bob", "bob"]
+
+    # Carol's client has no URL elicitation: the -32042 error with the connect URL, no data.
+    async with http_session(hub.mcp_url, headers=carol_h) as session:
+        with pytest.raises(MCPError) as caught:
+            await session.call_tool("p_whoami", {})
+    error = caught.value.error
+    assert error.code == URL_ELICITATION_REQUIRED
+    assert isinstance(error.data, dict)
+    carol_url = error.data["elicitations"][0]["url"]
+    assert carol_url.startswith(f"{hub.base}/connect/prot?t=")
+    assert error.data["elicitations"][0]["mode"] == "url"
+    assert "sub=" not in json.dumps(error.data)
+    assert _subs(calls) == ["alice", "bob", "alice", "alice", "bob", "bob"], "carol got no data"
+    # Carol's link does not name another identity's flow: a link forged for alice fails.
+    ticket = carol_url.split("t=", 1)[1]
+    body, _, mac = ticket.partition(".")
+    async with httpx2.AsyncClient(timeout=30) as http:
+        forged = await http.get(f"{hub.base}/connect/prot?t={body[:-2]}xx.{mac}")
+        stray = await http.get(f"{hub.base}/connect/callback?state=nope&code=x")
+    assert forged.status_code == 403 and stray.status_code == 400
+
+    await _no_token_anywhere(hub, alice_h, config_path, tmp)
+
+
+async def _no_token_anywhere(hub: HttpHub, headers: dict[str, str], config_path: Path,
+                             tmp: Path) -> None:
+    config = load_config(config_path)
+    canaries: set[str] = set()
+    for who in ("alice", "bob"):
+        tokens = await token_store("prot", config.servers["prot"], f"user:{who}").get_tokens()
+        assert tokens is not None and tokens.refresh_token
+        canaries |= {tokens.access_token, tokens.refresh_token}
+    hub_tokens = await token_store("prot", config.servers["prot"]).get_tokens()
+    assert hub_tokens is None, "per-user tokens are never hub-wide tokens"
+    carol = await token_store("prot", config.servers["prot"], "user:carol").get_tokens()
+    assert carol is None
+    async with httpx2.AsyncClient(timeout=30, headers=headers) as http:
+        status = (await http.get(f"{hub.base}/status.json")).text
+        metrics = (await http.get(f"{hub.base}/metrics")).text
+    assert '"per_user"' in status
+    outputs = {"log": hub.stderr(), "status": status, "metrics": metrics,
+               "audit": (tmp / "audit.jsonl").read_text()}
+    assert "p_whoami" in outputs["audit"]
+    for canary in canaries:
+        for where, out in outputs.items():
+            assert canary not in out, f"a token in the {where}"
+    blobs = [p.read_bytes() for p in (tmp / "state" / "oauth").glob("*.bin")]
+    assert len(blobs) >= 3  # two users' tokens and the registered client
+    for blob in blobs:
+        assert b"eyJ" not in blob and b"access_token" not in blob
+        for canary in canaries:
+            assert canary.encode() not in blob
+
+
+async def test_per_user_needs_a_downstream_identity(tmp_path: Path) -> None:
+    path = tmp_path / "servers.toml"
+    path.write_text('[servers.gh]\nurl = "https://example.com/mcp"\nauth = "oauth"\n'
+                    "oauth_per_user = true\n")
+    with pytest.raises(Exception, match="oauth_per_user: the hub does not know who is calling"):
+        load_config(path)
+    path.write_text('[servers.gh]\nurl = "https://example.com/mcp"\noauth_per_user = true\n'
+                    '[auth]\nissuer = "https://id.example.com"\n')
+    with pytest.raises(Exception, match='oauth_per_user needs auth = "oauth"'):
+        load_config(path)
+
+
+_ = ClientSession  # the sessions above are the SDK's ClientSession
