@@ -95,6 +95,10 @@ class CallContext:
         """Send a log message to the client, subject to its logging/setLevel."""
         return None
 
+    async def elicitation_complete(self, elicitation_id: str) -> None:
+        """Tell the client a URL elicitation finished (``notifications/elicitation/complete``)."""
+        return None
+
     # -- requests to the downstream client ----------------------------------------------
     async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
         """Relay a sampling request to the client whose call is running."""

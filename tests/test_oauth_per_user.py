@@ -65,6 +65,8 @@ class Browser:
         self.upstream_as = upstream_as
         self.upstream_sub = upstream_sub
         self.urls: list[str] = []
+        self.ids: list[str] = []
+        self.completed: list[str] = []
         self.pages: list[httpx2.Response] = []
 
     async def elicit(self, context: Any, params: types.ElicitRequestParams
@@ -72,6 +74,7 @@ class Browser:
         assert isinstance(params, types.ElicitRequestURLParams), params
         assert params.elicitation_id
         self.urls.append(params.url)
+        self.ids.append(params.elicitation_id)
         async with httpx2.AsyncClient(timeout=30) as http:
             # Who the upstream's authorization server signs in (it redirects at once).
             (await http.post(f"{self.upstream_as}/test/subject",
@@ -81,6 +84,10 @@ class Browser:
         self.pages.append(page)
         return types.ElicitResult(action="accept")
 
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            self.completed.append(message.params.elicitation_id)
+
 
 async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
     token = await auth.token(sub=sub, aud=f"{hub.base}/mcp", scope="mcp")
@@ -89,8 +96,8 @@ async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
 
 async def _connect_and_call(hub: HttpHub, headers: dict[str, str], browser: Browser
                             ) -> tuple[str, list[str]]:
-    async with http_session(hub.mcp_url, headers=headers,
-                            elicitation_callback=browser.elicit) as session:
+    async with http_session(hub.mcp_url, headers=headers, elicitation_callback=browser.elicit,
+                            message_handler=browser.on_message) as session:
         first = await session.list_tools()
         names = [t.name for t in first.tools if t.name.startswith("p_")]
         if names == ["p_connect"]:
@@ -136,6 +143,8 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
     assert "p_whoami" in names and "p_echo" in names, "after a connect: the upstream's catalog"
     assert text.startswith("sub=bob "), text
     assert _subs(calls) == ["alice", "bob"]
+    # Each finished connect told its client: notifications/elicitation/complete.
+    assert alice.completed == alice.ids and bob.completed == bob.ids
 
     # Later calls: each on its own session with its own token, no new elicitation.
     for headers, who, browser in ((alice_h, "alice", alice), (bob_h, "bob", bob)):

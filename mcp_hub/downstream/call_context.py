@@ -109,6 +109,17 @@ class RelayCallContext(CallContext):
             LoggingMessageNotificationParams(level=level, data=data, logger=logger),
             self.request_id)
 
+    async def elicitation_complete(self, elicitation_id: str) -> None:
+        # The HTTP fast path's channel writes raw notifications; the SDK session has a method.
+        params = {"elicitationId": elicitation_id}
+        notify = getattr(self._downstream, "notify", None)
+        if notify is not None:
+            await notify("notifications/elicitation/complete", params)
+            return
+        send = getattr(self.session, "send_elicit_complete", None)
+        if send is not None:
+            await send(elicitation_id, related_request_id=self.request_id)
+
     async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
         if not self.can_sample:
             raise _unsupported("sampling")

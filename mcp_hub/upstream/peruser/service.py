@@ -289,11 +289,7 @@ def _error(text: str) -> types.CallToolResult:
 
 async def _elicitation_complete(call: CallContext, elicitation_id: str) -> None:
     """Tell the client the URL elicitation finished (``notifications/elicitation/complete``)."""
-    session = call.session
-    send = getattr(session, "send_elicit_complete", None)
-    if send is None:
-        return
     try:
-        await send(elicitation_id, related_request_id=call.request_id)
+        await call.elicitation_complete(elicitation_id)
     except Exception:  # the notification is a courtesy; the call goes on
         logger.debug("elicitation/complete not delivered", exc_info=True)
