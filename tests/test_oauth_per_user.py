@@ -222,3 +222,25 @@ async def test_per_user_needs_a_downstream_identity(tmp_path: Path) -> None:
 
 
 _ = ClientSession  # the sessions above are the SDK's ClientSession
+
+
+async def test_a_refused_refresh_asks_the_user_to_connect_again(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.txt"
+    with auth_server(token_seconds=2) as upstream_as, \
+            protected_server(upstream_as.url, calls) as upstream:
+        async with oauth_server() as auth:
+            config_path = _config(tmp_path, upstream, auth.issuer)
+            async with http_hub(config_path, tmp_path) as hub:
+                with anyio.fail_after(90):
+                    headers = await _bearer(auth, hub, "alice")
+                    alice = Browser(upstream_as.url, "alice")
+                    text, _ = await _connect_and_call(hub, headers, alice)
+                    assert text.startswith("sub=alice "), text
+                    upstream_as.revoke_refresh_tokens()
+                    await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
+                    async with http_session(hub.mcp_url, headers=headers,
+                                            elicitation_callback=alice.elicit) as session:
+                        result = await session.call_tool("p_whoami", {})
+                    assert _text(result).startswith("sub=alice "), _text(result)
+                    assert len(alice.urls) == 2, "the refused refresh led to a second connect"
+    assert _subs(calls) == ["alice", "alice"]

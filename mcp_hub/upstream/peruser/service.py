@@ -157,6 +157,18 @@ class PerUserServers:
             return _error(f"{name} connects each user's own account: sign in to the hub first")
         if not await self._store(name, identity).has_tokens():
             await self._ask_to_connect(name, identity, call)
+        try:
+            return await self._on_session(name, identity, raw, args)
+        except Exception:
+            if await self._store(name, identity).has_tokens():
+                raise
+        # The authorization server refused this identity's refresh token (the provider
+        # dropped the tokens): connect again, then retry once.
+        await self._ask_to_connect(name, identity, call)
+        return await self._on_session(name, identity, raw, args)
+
+    async def _on_session(self, name: str, identity: str, raw: str, args: dict[str, Any]
+                          ) -> types.CallToolResult:
         if raw == PLACEHOLDER:
             async with self.pool.use((name, identity)):
                 pass  # opening the session lists the catalog
