@@ -236,6 +236,13 @@ async def test_a_refused_refresh_asks_the_user_to_connect_again(tmp_path: Path) 
                     alice = Browser(upstream_as.url, "alice")
                     text, _ = await _connect_and_call(hub, headers, alice)
                     assert text.startswith("sub=alice "), text
+                    await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
+                    async with http_session(hub.mcp_url, headers=headers,
+                                            elicitation_callback=alice.elicit) as session:
+                        result = await session.call_tool("p_whoami", {})
+                    assert _text(result).startswith("sub=alice "), _text(result)
+                    assert len(alice.urls) == 1, "an expired token is refreshed, not re-connected"
+                    assert upstream_as.stats()["token"].get("refresh_token", 0) >= 1
                     upstream_as.revoke_refresh_tokens()
                     await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
                     async with http_session(hub.mcp_url, headers=headers,
@@ -243,4 +250,4 @@ async def test_a_refused_refresh_asks_the_user_to_connect_again(tmp_path: Path) 
                         result = await session.call_tool("p_whoami", {})
                     assert _text(result).startswith("sub=alice "), _text(result)
                     assert len(alice.urls) == 2, "the refused refresh led to a second connect"
-    assert _subs(calls) == ["alice", "alice"]
+    assert _subs(calls) == ["alice", "alice", "alice"]

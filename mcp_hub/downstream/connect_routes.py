@@ -23,6 +23,8 @@ __all__ = ["CONNECT_PREFIX", "connect_routes"]
 
 CONNECT_PREFIX = "/connect/"
 _COOKIE = "mcp_hub_connect"
+#: The ticket and the code are in these URLs: no caching, no Referer.
+_HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
 def _base(request: Request, public_url: str | None) -> str:
@@ -33,7 +35,7 @@ def _base(request: Request, public_url: str | None) -> str:
 
 def _page(status: int, text: str) -> Response:
     body = f"<!doctype html><title>mcp-hub</title><p>{html.escape(text)}</p>"
-    return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+    return HTMLResponse(body, status_code=status, headers=_HEADERS)
 
 
 def connect_routes(hub: Hub, public_url: str | None) -> list[Route]:
@@ -52,8 +54,7 @@ def connect_routes(hub: Hub, public_url: str | None) -> list[Route]:
         answer = await hub.per_user.open_link(name, ticket, _base(request, public_url))
         if answer.location is None:
             return _page(answer.status, answer.message)
-        response = RedirectResponse(answer.location, status_code=302,
-                                    headers={"Cache-Control": "no-store"})
+        response = RedirectResponse(answer.location, status_code=302, headers=_HEADERS)
         if answer.cookie is not None:
             response.set_cookie(_COOKIE, answer.cookie, max_age=600, path="/connect",
                                 httponly=True, samesite="lax",

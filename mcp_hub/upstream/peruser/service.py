@@ -31,6 +31,7 @@ from mcp.shared.exceptions import UrlElicitationRequiredError
 
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
+from mcp_hub.redact import add_secrets
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.upstream.oauth.attach import DEFAULT_REDIRECT, token_store
 from mcp_hub.upstream.oauth.errors import OAuthError
@@ -94,6 +95,8 @@ class PerUserServers:
 
     def _servers(self, config: HubConfig) -> None:
         for name, server in config.enabled_servers().items():
+            if server.oauth_per_user and server.oauth.client_secret:
+                add_secrets([server.oauth.client_secret])  # the manager never sees this server
             if server.oauth_per_user and name not in self.catalogs:
                 self.catalogs[name] = PerUserCatalog(
                     name, server, config.hub, self.registry, partial(self._handler, name))
@@ -106,8 +109,7 @@ class PerUserServers:
         return self._links
 
     async def __aenter__(self) -> Self:
-        if not self.catalogs:
-            return self
+        # Started even without per-user servers, so a reload can add one.
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         await self._tg.start(self.pool.run)
