@@ -37,6 +37,10 @@ def cmd_login(load: Load, run_async: Run, args: argparse.Namespace) -> int:
 
     config = load(args)
     server = _server(config, args.name)
+    if server.oauth_per_user:
+        raise ConfigError(f"servers.{args.name} is per user (oauth_per_user): each user connects "
+                          f"their own account at the hub's /connect/{args.name} page when a call "
+                          "asks for it")
     store = token_store(args.name, server)
     tools = run_async(lambda: login(args.name, server, store, open_browser=not args.no_browser,
                                     out=sys.stdout, wait_seconds=args.timeout))
@@ -48,11 +52,19 @@ def cmd_login(load: Load, run_async: Run, args: argparse.Namespace) -> int:
 def cmd_logout(load: Load, run_async: Run, args: argparse.Namespace) -> int:
     from mcp_hub.upstream.oauth.attach import token_store
     from mcp_hub.upstream.oauth.login import logout
+    from mcp_hub.upstream.peruser.service import store_identity
 
     config = load(args)
     server = _server(config, args.name)
-    had = run_async(lambda: logout(token_store(args.name, server)))
-    print(f"{args.name}: " + ("stored tokens deleted" if had else "no stored tokens"),
+    identity = getattr(args, "identity", None)
+    if server.oauth_per_user and not identity:
+        raise ConfigError(f"servers.{args.name} is per user: name whose tokens to delete "
+                          "with --identity ID")
+    store = token_store(args.name, server, store_identity(identity)) if identity else (
+        token_store(args.name, server))
+    had = run_async(lambda: logout(store))
+    whose = f" of {identity}" if identity else ""
+    print(f"{args.name}: " + (f"stored tokens{whose} deleted" if had else f"no stored tokens{whose}"),
           file=sys.stderr)
     return 0
 
@@ -70,4 +82,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser, load: Load, run_async
     p.set_defaults(func=functools.partial(cmd_login, load, run_async))
     p = sub.add_parser("logout", parents=[common], help="delete an OAuth upstream's stored tokens")
     p.add_argument("name", metavar="NAME")
+    p.add_argument("--identity", metavar="ID",
+                   help="an oauth_per_user server: the signed-in identity (sub, or token:NAME) "
+                        "whose tokens to delete")
     p.set_defaults(func=functools.partial(cmd_logout, load, run_async))

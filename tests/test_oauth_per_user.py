@@ -32,7 +32,7 @@ from mcp_hub.config import load_config
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.auth_support import AuthServer, oauth_server
 from tests.hubtest import HttpHub, http_hub, http_session
-from tests.oauth_parts import auth_server, protected_server
+from tests.oauth_parts import auth_server, hub_cli, protected_server
 
 pytestmark = pytest.mark.anyio
 
@@ -177,6 +177,17 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
     assert forged.status_code == 403 and stray.status_code == 400
 
     await _no_token_anywhere(hub, alice_h, config_path, tmp)
+
+    # An administrator removes Bob's tokens: his next call asks him to connect again.
+    out = await anyio.to_thread.run_sync(
+        lambda: hub_cli(config_path, "logout", "prot", "--identity", "bob"))
+    assert out.returncode == 0 and "stored tokens of bob deleted" in out.stderr, out.stderr
+    refused = await anyio.to_thread.run_sync(lambda: hub_cli(config_path, "login", "prot"))
+    assert refused.returncode != 0 and "per user" in refused.stderr
+    async with http_session(hub.mcp_url, headers=bob_h, elicitation_callback=bob.elicit,
+                            message_handler=bob.on_message) as session:
+        result = await session.call_tool("p_whoami", {})
+    assert _text(result).startswith("sub=bob ") and len(bob.urls) == 2
 
 
 async def _no_token_anywhere(hub: HttpHub, headers: dict[str, str], config_path: Path,
