@@ -177,7 +177,8 @@ class PerUserServers:
             return _text(f"Connected to {name}; its tools are listed now.")
         async with self.pool.use((name, identity)) as entry:
             assert entry.session is not None
-            result: types.CallToolResult = await entry.session.call_tool(raw, args)
+            with anyio.fail_after(self.config.servers[name].max_call_seconds):
+                result: types.CallToolResult = await entry.session.call_tool(raw, args)
             return result
 
     async def _ask_to_connect(self, name: str, identity: str, call: CallContext) -> None:
