@@ -127,10 +127,10 @@ async def test_two_users_connect_their_own_accounts_a_third_gets_the_url_error(
 async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_path: Path,
                     calls: Path, tmp: Path) -> None:
     alice_h, bob_h, carol_h = [await _bearer(auth, hub, s) for s in ("alice", "bob", "carol")]
-    alice = Browser(upstream_as, "alice")
+    alice = Browser(upstream_as, "gh-alice")
     text, names = await _connect_and_call(hub, alice_h, alice)
     assert names == ["p_connect"], "before anyone connected: the placeholder alone"
-    assert text.startswith("sub=alice "), text
+    assert text.startswith("sub=gh-alice "), text
     assert len(alice.urls) == 1 and alice.urls[0].startswith(f"{hub.base}/connect/prot?t=")
     assert alice.pages[0].status_code == 200 and "Connected to prot" in alice.pages[0].text
     # The link is single-use: opening it again is refused.
@@ -138,23 +138,24 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
         again = await http.get(alice.urls[0], follow_redirects=True)
     assert again.status_code == 403 and "already used" in again.text
 
-    bob = Browser(upstream_as, "bob")
+    bob = Browser(upstream_as, "gh-bob")
     text, names = await _connect_and_call(hub, bob_h, bob)
     assert "p_whoami" in names and "p_echo" in names, "after a connect: the upstream's catalog"
-    assert text.startswith("sub=bob "), text
-    assert _subs(calls) == ["alice", "bob"]
+    assert text.startswith("sub=gh-bob "), text
+    # The upstream saw each person's upstream account (its AS's `sub`), never the hub token.
+    assert _subs(calls) == ["gh-alice", "gh-bob"]
     # Each finished connect told its client: notifications/elicitation/complete.
     assert alice.completed == alice.ids and bob.completed == bob.ids
 
     # Later calls: each on its own session with its own token, no new elicitation.
-    for headers, who, browser in ((alice_h, "alice", alice), (bob_h, "bob", bob)):
+    for headers, who, browser in ((alice_h, "gh-alice", alice), (bob_h, "gh-bob", bob)):
         async with http_session(hub.mcp_url, headers=headers,
                                 elicitation_callback=browser.elicit) as session:
             for _ in range(2):
                 result = await session.call_tool("p_whoami", {})
                 assert _text(result).startswith(f"sub={who} "), _text(result)
     assert len(alice.urls) == 1 and len(bob.urls) == 1
-    assert _subs(calls) == ["alice", "bob", "alice", "alice", "bob", "bob"]
+    assert _subs(calls) == ["gh-alice", "gh-bob", "gh-alice", "gh-alice", "gh-bob", "gh-bob"]
 
     # Carol's client has no URL elicitation: the -32042 error with the connect URL, no data.
     async with http_session(hub.mcp_url, headers=carol_h) as session:
@@ -167,7 +168,7 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
     assert carol_url.startswith(f"{hub.base}/connect/prot?t=")
     assert error.data["elicitations"][0]["mode"] == "url"
     assert "sub=" not in json.dumps(error.data)
-    assert _subs(calls) == ["alice", "bob", "alice", "alice", "bob", "bob"], "carol got no data"
+    assert _subs(calls) == ["gh-alice", "gh-bob", "gh-alice", "gh-alice", "gh-bob", "gh-bob"], "carol got no data"
     # Carol's link does not name another identity's flow: a link forged for alice fails.
     ticket = carol_url.split("t=", 1)[1]
     body, _, mac = ticket.partition(".")
@@ -187,7 +188,7 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
     async with http_session(hub.mcp_url, headers=bob_h, elicitation_callback=bob.elicit,
                             message_handler=bob.on_message) as session:
         result = await session.call_tool("p_whoami", {})
-    assert _text(result).startswith("sub=bob ") and len(bob.urls) == 2
+    assert _text(result).startswith("sub=gh-bob ") and len(bob.urls) == 2
 
 
 async def _no_token_anywhere(hub: HttpHub, headers: dict[str, str], config_path: Path,
