@@ -40,8 +40,8 @@ def cmd_login(load: Load, run_async: Run, args: argparse.Namespace) -> int:
     store = token_store(args.name, server)
     tools = run_async(lambda: login(args.name, server, store, open_browser=not args.no_browser,
                                     out=sys.stdout, wait_seconds=args.timeout))
-    print(f"logged in to {args.name}: {tools} tools; tokens stored (encrypted) under "
-          f"{server.state_dir}", file=sys.stderr)
+    print(f"logged in to {args.name}: {tools} tools; tokens stored (encrypted) in "
+          f"{store.where}", file=sys.stderr)
     return 0
 
 
@@ -51,9 +51,10 @@ def cmd_logout(load: Load, run_async: Run, args: argparse.Namespace) -> int:
 
     config = load(args)
     server = _server(config, args.name)
-    had = run_async(lambda: logout(token_store(args.name, server)))
-    print(f"{args.name}: " + ("stored tokens deleted" if had else "no stored tokens"),
-          file=sys.stderr)
+    store = token_store(args.name, server)
+    had = run_async(lambda: logout(store))
+    print(f"{args.name}: " + (f"stored tokens deleted from {store.where}" if had
+                              else f"no stored tokens in {store.where}"), file=sys.stderr)
     return 0
 
 
