@@ -38,11 +38,11 @@ def shared_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield key
 
 
-def _config(tmp: Path, name: str, url: str, redis_url: str) -> Path:
+def _config(tmp: Path, name: str, url: str, redis_url: str, startup: int = 20) -> Path:
     folder = tmp / name
     folder.mkdir()
     path = folder / "servers.toml"
-    path.write_text(f'[hub]\nstate_dir = "{folder / "state"}"\nstartup_timeout = 20\n\n'
+    path.write_text(f'[hub]\nstate_dir = "{folder / "state"}"\nstartup_timeout = {startup}\n\n'
                     f'[state]\nurl = "{redis_url}"\n\n'
                     f'[servers.prot]\nurl = "{url}"\nauth = "oauth"\nprefix = "p"\n'
                     f'connect_timeout = 10\n')
@@ -120,7 +120,7 @@ async def test_redis_down_is_reported_and_a_login_fails_loudly(
     down = RedisServer("", free_port(), tmp_path)  # never started: nothing listens there
     with auth_server(token_seconds=60) as auth, \
             protected_server(auth.url, tmp_path / "calls.txt") as url:
-        config_path = _config(tmp_path, "a", url, down.url)
+        config_path = _config(tmp_path, "a", url, down.url, startup=5)
         # The login cannot store its tokens: it fails, naming the store, and says nothing
         # about success.
         proc = await anyio.to_thread.run_sync(
@@ -145,7 +145,7 @@ async def test_replicas_without_the_shared_key_are_told_to_set_it(
         with auth_server(token_seconds=60) as auth, \
                 protected_server(auth.url, tmp_path / "calls.txt") as url:
             first = _config(tmp_path, "a", url, redis.url)
-            second = _config(tmp_path, "b", url, redis.url)
+            second = _config(tmp_path, "b", url, redis.url, startup=5)
             _, err = await anyio.to_thread.run_sync(login, first)
             assert "MCP_HUB_SECRET_KEY is not set" in err  # the warning at login
             called = await anyio.to_thread.run_sync(hub_cli, second, "call", "p_whoami")
