@@ -54,7 +54,7 @@ from mcp_hub.telemetry import start_telemetry, stop_telemetry
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
-from mcp_hub.upstream.oauth.attach import login_wanted
+from mcp_hub.upstream.oauth.attach import login_wanted, oauth_status
 
 __all__ = ["Hub"]
 
@@ -506,6 +506,8 @@ class Hub(ServingMixin):
         if callable(pin_report):
             extra["pins"] = pin_report()
         extra["state"] = self.state.status()
+        if oauth := oauth_status(self.config.servers):
+            extra["oauth"] = oauth  # which token store, where; never a token
         return {
             "hub": {"name": self.config.hub.name, "version": self.version,
                     "uptime_seconds": round(time.time() - self.started_at, 1),

@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from mcp_hub.config import load_config
+from mcp_hub.upstream.oauth.attach import oauth_status
 from tests.conformance import client_run, run
 from tests.hubtest import http_hub
 
@@ -33,6 +34,10 @@ def test_client_identity_preference(tmp_path: Path) -> None:
     oauth = load_config(_toml(tmp_path, f'public_url = "{PUBLIC}"')).servers["remote"].oauth
     assert oauth.client_metadata_url == f"{PUBLIC}/client-metadata.json"
     assert oauth.client_identity == "cimd (hub-served)"
+    shown = oauth_status(load_config(_toml(tmp_path, f'public_url = "{PUBLIC}"')).servers)
+    assert shown["clients"] == {"remote": "cimd (hub-served)"}
+    assert shown["token_store"]["backend"] == "embedded"
+    assert shown["token_store"]["where"] == f"files under {tmp_path / 'state' / 'oauth'}"
     # A pre-registered client comes first.
     oauth = load_config(_toml(tmp_path, f'public_url = "{PUBLIC}"',
                               'client_id = "pre"')).servers["remote"].oauth
@@ -52,15 +57,14 @@ async def test_the_document_is_served_publicly_with_its_own_url_as_client_id(
         tmp_path: Path) -> None:
     config = _toml(tmp_path, f'public_url = "{PUBLIC}"\nauth_tokens = ["s3cret-hub-token"]',
                    "callback_port = 8123")
-    async with http_hub(config, tmp_path, probe="/healthz") as hub:
-        async with httpx2.AsyncClient() as client:
-            # No token, and a Host the hub does not serve under: the document is public.
-            r = await client.get(f"{hub.base}/client-metadata.json",
-                                 headers={"Host": "hub.example.test"})
-            assert r.status_code == 200, r.text
-            assert r.headers["content-type"].startswith("application/json")
-            doc = r.json()
-            assert (await client.get(f"{hub.base}/mcp")).status_code == 401  # the rest is not
+    async with http_hub(config, tmp_path, probe="/healthz") as hub, httpx2.AsyncClient() as client:
+        # No token, and a Host the hub does not serve under: the document is public.
+        r = await client.get(f"{hub.base}/client-metadata.json",
+                             headers={"Host": "hub.example.test"})
+        assert r.status_code == 200, r.text
+        assert r.headers["content-type"].startswith("application/json")
+        doc = r.json()
+        assert (await client.get(f"{hub.base}/mcp")).status_code == 401  # the rest is not
     assert doc["client_id"] == f"{PUBLIC}/client-metadata.json"
     assert doc["redirect_uris"] == ["http://127.0.0.1/callback", "http://127.0.0.1:8123/callback"]
     assert doc["grant_types"] == ["authorization_code", "refresh_token"]
@@ -71,9 +75,8 @@ async def test_the_document_is_served_publicly_with_its_own_url_as_client_id(
 
 @pytest.mark.anyio
 async def test_no_document_without_an_https_public_url(tmp_path: Path) -> None:
-    async with http_hub(_toml(tmp_path, ""), tmp_path, probe="/healthz") as hub:
-        async with httpx2.AsyncClient() as client:
-            r = await client.get(f"{hub.base}/client-metadata.json")
+    async with http_hub(_toml(tmp_path, ""), tmp_path, probe="/healthz") as hub, httpx2.AsyncClient() as client:
+        r = await client.get(f"{hub.base}/client-metadata.json")
     assert r.status_code == 404
 
 

@@ -77,6 +77,10 @@ async def test_login_through_one_config_serves_another_hub_via_redis(
                 with anyio.fail_after(60):
                     await hub.wait_ready(20)
                     assert _state(hub) == "needs_login"
+                    shown = hub.status()["oauth"]
+                    assert shown["token_store"] == {"backend": "redis", "where": f"Redis at {redis.url}",
+                                                    "key": "MCP_HUB_SECRET_KEY"}
+                    assert shown["clients"] == {"prot": "dynamic"}
                     # Log in through the other config (another process, another state dir).
                     _, err = await anyio.to_thread.run_sync(login, first)
                     assert "Redis at redis://127.0.0.1" in err
@@ -113,6 +117,9 @@ async def test_login_through_one_config_serves_another_hub_via_redis(
             assert not [k for k in await _redis_dump(redis.url) if k.endswith(b"/tokens")]
             checked = await anyio.to_thread.run_sync(hub_cli, second, "check")
             assert "needs_login" in checked.stdout
+            assert (f"oauth tokens: Redis at {redis.url} (encrypted, key: MCP_HUB_SECRET_KEY); "
+                    "clients: prot: dynamic") in checked.stdout
+            assert shared_key not in checked.stdout + checked.stderr
 
 
 async def test_redis_down_is_reported_and_a_login_fails_loudly(

@@ -8,6 +8,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -17,11 +18,17 @@ from mcp_hub.state import StateUnavailable
 from mcp_hub.upstream.oauth.kvstore import StateStore
 from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider
 from mcp_hub.upstream.oauth.secretbox import SecretBox
-from mcp_hub.upstream.oauth.tokens import HUB_IDENTITY, TokenStore, open_store, store_location
+from mcp_hub.upstream.oauth.tokens import (
+    HUB_IDENTITY,
+    TokenStore,
+    describe_location,
+    open_store,
+    store_location,
+)
 from mcp_hub.upstream.status import UpstreamStatus
 
-__all__ = ["DEFAULT_REDIRECT", "hub_auth", "login_wanted", "token_store", "token_store_status",
-           "wait_for_login"]
+__all__ = ["DEFAULT_REDIRECT", "hub_auth", "login_wanted", "oauth_status", "token_store",
+           "token_store_status", "wait_for_login"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +60,18 @@ def token_store_status(config: ServerConfig) -> dict[str, object]:
     """Which token store server ``config`` uses, where, and its client identity (no secrets)."""
     backend, _ = _store_for(config.state_dir or _default_state_dir(), config.state_url)
     return {**store_location(backend), "client": config.oauth.client_identity}
+
+
+def oauth_status(servers: Mapping[str, ServerConfig]) -> dict[str, Any]:
+    """For ``hub_status`` and ``mcp-hub check``: the token store in use and each OAuth
+    server's client identity; empty without OAuth servers. Opens nothing, holds no secret."""
+    oauth = {name: c for name, c in servers.items() if c.auth == "oauth" and c.url}
+    if not oauth:
+        return {}
+    first = next(iter(oauth.values()))
+    return {"token_store": describe_location(first.state_dir or _default_state_dir(),
+                                             first.state_url),
+            "clients": {name: c.oauth.client_identity for name, c in oauth.items()}}
 
 
 def hub_auth(name: str, config: ServerConfig,

@@ -37,7 +37,7 @@ from mcp_hub.state import StateUnavailable
 from mcp_hub.upstream.oauth.kvstore import FileStateStore, StateStore
 from mcp_hub.upstream.oauth.secretbox import KEY_ENV, SecretBox, key_file, key_from_env, load_key
 
-__all__ = ["HUB_IDENTITY", "TokenStore", "open_store", "store_location"]
+__all__ = ["HUB_IDENTITY", "TokenStore", "describe_location", "open_store", "store_location"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,22 @@ def open_store(state_dir: Path, state_url: str | None = None) -> tuple[StateStor
             "%s to the same value on every replica and wherever `mcp-hub login` runs.",
             backend.where, KEY_ENV, key_file(state_dir), KEY_ENV)
     return backend, SecretBox(load_key(state_dir), shared=True)
+
+
+def describe_location(state_dir: Path, state_url: str | None) -> dict[str, Any]:
+    """Where tokens of this config live and which key seals them, without opening anything."""
+    shared_key = key_from_env()
+    key = KEY_ENV if shared_key else f"key file {key_file(state_dir)}"
+    if not state_url:
+        return {"backend": "embedded", "where": f"files under {state_dir / 'oauth'}", "key": key}
+    from mcp_hub.state.redis_backend import safe_url
+
+    found: dict[str, Any] = {"backend": "redis", "where": f"Redis at {safe_url(state_url)}",
+                             "key": key}
+    if not shared_key:
+        found["warning"] = (f"{KEY_ENV} is not set: replicas cannot decrypt each other's "
+                            "tokens; set the same value on every replica")
+    return found
 
 
 def store_location(backend: StateStore) -> dict[str, Any]:
