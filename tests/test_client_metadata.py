@@ -1,14 +1,18 @@
 """The hub's own Client ID Metadata Document: served by a real HTTP hub at
 ``<public_url>/client-metadata.json`` and used as the client_id, after a
-pre-registered client and before dynamic registration; the conformance suite's
-CIMD scenario checks that a login against a server advertising
-``client_id_metadata_document_supported`` uses it."""
+pre-registered client and before dynamic registration.
+
+Two logins use it: one at the real authorization server (oauth2-mock-server)
+in its CIMD mode, which fetches the document from the running hub and checks it
+before it lets the login through (only the name lookup of the public host is
+replaced), and the conformance suite's CIMD scenario."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 
@@ -16,6 +20,7 @@ from mcp_hub.config import load_config
 from mcp_hub.upstream.oauth.attach import oauth_status
 from tests.conformance import client_run, run
 from tests.hubtest import http_hub
+from tests.oauth_parts import auth_server, hub_cli, login, protected_server
 
 PUBLIC = "https://hub.example.test/base"
 
@@ -92,3 +97,28 @@ def test_a_login_where_cimd_is_supported_uses_the_hubs_document() -> None:
     result = client_run.run_scenario("auth/basic-cimd")
     assert result.status == "pass" and result.warnings == 0, result.reason
     assert result.passed >= 5
+
+
+@pytest.mark.anyio
+async def test_a_login_at_a_server_that_fetches_the_document(tmp_path: Path) -> None:
+    public = "https://hub.example.test"
+    with auth_server(token_seconds=60, cimd=True) as auth, \
+            protected_server(auth.url, tmp_path / "calls.txt") as url:
+        config = tmp_path / "servers.toml"
+        config.write_text(f'[hub]\nstate_dir = "{tmp_path / "state"}"\nstartup_timeout = 20\n\n'
+                          f'[hub.http]\npublic_url = "{public}"\n\n'
+                          f'[servers.prot]\nurl = "{url}"\nauth = "oauth"\nprefix = "p"\n')
+        async with http_hub(config, tmp_path, probe="/healthz") as hub:
+            # The authorization server reaches https://hub.example.test at the hub's port.
+            httpx2.post(f"{auth.url}/test/cimd-origin", json={"origin": hub.base},
+                        timeout=5).raise_for_status()
+            await anyio.to_thread.run_sync(login, config)
+            called = await anyio.to_thread.run_sync(hub_cli, config, "call", "p_whoami")
+        stats = auth.stats()
+    assert called.returncode == 0 and "sub=" in called.stdout, called.stderr
+    assert stats["registrations"] == 0  # no dynamic registration: the document is the client
+    [fetched] = stats["cimd_fetches"]
+    assert fetched["client_id"] == f"{public}/client-metadata.json"
+    assert fetched["status"] == 200
+    assert fetched["document"]["client_id"] == f"{public}/client-metadata.json"
+    assert stats["token"] == {"authorization_code": 1}
