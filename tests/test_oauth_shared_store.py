@@ -24,7 +24,7 @@ from mcp_hub.config import load_config
 from mcp_hub.hub import Hub
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.oauth_parts import auth_server, hub_cli, login, protected_server
-from tests.system_services import RedisServer, free_port, redis_server
+from tests.system_services import RedisServer, free_port, redis_server, require_binary
 from tests.test_oauth_upstream import _call, _state
 
 pytestmark = pytest.mark.anyio
@@ -159,3 +159,37 @@ async def test_replicas_without_the_shared_key_are_told_to_set_it(
             assert called.returncode != 0
             assert "same MCP_HUB_SECRET_KEY" in called.stdout + called.stderr
     assert os.environ.get("MCP_HUB_SECRET_KEY") is None
+
+
+async def test_fresh_tokens_survive_an_outage_in_memory_and_are_written_after(
+        tmp_path: Path, shared_key: str) -> None:
+    """A refresh while Redis is down: the new tokens are used, not lost, and stored once
+    Redis answers again (the refresh token may already be rotated at the server)."""
+    from mcp.shared.auth import OAuthToken
+
+    from mcp_hub.upstream.oauth.secretbox import SecretBox
+    from mcp_hub.upstream.oauth.shared_store import RedisTokenBackend
+    from mcp_hub.upstream.oauth.tokens import TokenStore
+
+    redis = RedisServer(require_binary("redis-server"), free_port(), tmp_path)
+    backend = RedisTokenBackend(redis.url)
+    store = TokenStore(backend, SecretBox(shared_key.encode(), shared=True), "prot",
+                       "https://mcp.example.test/mcp")
+    fresh = OAuthToken(access_token="canary-access-7f3e", refresh_token="canary-refresh-9b1d",
+                       expires_in=3600)
+    with anyio.fail_after(30):
+        await store.set_tokens(fresh)  # Redis is not running: kept in memory, logged
+        assert store.unsaved is not None
+        assert await store.get_tokens() == fresh
+        assert await store.has_tokens()
+        await redis.start()
+        try:
+            assert await store.get_tokens() == fresh  # written on this first chance
+            assert store.unsaved is None
+            again = TokenStore(backend, SecretBox(shared_key.encode(), shared=True), "prot",
+                               "https://mcp.example.test/mcp")
+            assert await again.get_tokens() == fresh  # a fresh reader finds them in Redis
+            for item in await _redis_dump(redis.url):
+                assert b"canary-" not in item
+        finally:
+            await redis.stop()
