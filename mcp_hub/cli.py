@@ -189,6 +189,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                   f"{st.resources:>9} {connect:>9}  {err}")
         print(f"\nconfig: {config.source or '(none found: empty config)'}; "
               f"{len(statuses)} servers, {failed} not ready")
+        from mcp_hub.oauth_commands import token_store_line
+
+        if line := token_store_line(config):
+            print(line)
         from mcp_hub.launch import child_path_lines
 
         for line in child_path_lines(config):

@@ -202,6 +202,8 @@ class ServerConfig(_Model):
     oauth_per_user: bool = False
     # Where OAuth tokens are kept (the hub's state dir); set by the loader.
     _state_dir: Path | None = PrivateAttr(default=None)
+    # ... and the shared state backend ([state] url) they go to instead when set.
+    _state_url: str | None = PrivateAttr(default=None)
     # Set by the loader from [hub] path / hub_bin_on_path (see mcp_hub.commands).
     _search_path: commands.SearchPath = PrivateAttr(
         default_factory=lambda: commands.search_path([], True, os.getcwd()))
@@ -235,6 +237,11 @@ class ServerConfig(_Model):
     def state_dir(self) -> Path | None:
         """The hub's state dir (OAuth tokens live under it), once loaded from a file."""
         return self._state_dir
+
+    @property
+    def state_url(self) -> str | None:
+        """``[state] url``: OAuth tokens live in that shared store (Redis) when set."""
+        return self._state_url
 
     def effective_prefix(self, server_name: str) -> str:
         """The prefix of exposed names: the server name unless set (``""`` = none)."""
@@ -475,6 +482,8 @@ def _resolve_paths(config: HubConfig) -> None:
             server.command, server.args, server.cwd, base)
         server._search_path = search
         server._state_dir = config.state_path()
+        server._state_url = config.state.url
+        server.oauth.use_hub_client_metadata(config.hub.http.public_url)
 
 
 def _interpolate(

@@ -56,6 +56,7 @@ from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
 from mcp_hub.upstream.oauth.attach import login_wanted
 from mcp_hub.upstream.peruser import PerUserServers, hub_connected
+from mcp_hub.upstream.oauth.attach import login_wanted, oauth_status
 
 __all__ = ["Hub"]
 
@@ -513,6 +514,8 @@ class Hub(ServingMixin):
             extra["pins"] = pin_report()
         extra["state"] = self.state.status()
         extra["per_user"] = self.per_user.status()
+        if oauth := oauth_status(self.config.servers):
+            extra["oauth"] = oauth  # which token store, where; never a token
         return {
             "hub": {"name": self.config.hub.name, "version": self.version,
                     "uptime_seconds": round(time.time() - self.started_at, 1),

@@ -15,7 +15,7 @@ from typing import Any
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.errors import ConfigError
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "token_store_line"]
 
 Load = Callable[[argparse.Namespace], HubConfig]
 Run = Callable[[Callable[[], Any]], Any]
@@ -44,8 +44,8 @@ def cmd_login(load: Load, run_async: Run, args: argparse.Namespace) -> int:
     store = token_store(args.name, server)
     tools = run_async(lambda: login(args.name, server, store, open_browser=not args.no_browser,
                                     out=sys.stdout, wait_seconds=args.timeout))
-    print(f"logged in to {args.name}: {tools} tools; tokens stored (encrypted) under "
-          f"{server.state_dir}", file=sys.stderr)
+    print(f"logged in to {args.name}: {tools} tools; tokens stored (encrypted) in "
+          f"{store.where}", file=sys.stderr)
     return 0
 
 
@@ -64,9 +64,24 @@ def cmd_logout(load: Load, run_async: Run, args: argparse.Namespace) -> int:
         token_store(args.name, server))
     had = run_async(lambda: logout(store))
     whose = f" of {identity}" if identity else ""
-    print(f"{args.name}: " + (f"stored tokens{whose} deleted" if had else f"no stored tokens{whose}"),
-          file=sys.stderr)
+    print(f"{args.name}: " + (f"stored tokens{whose} deleted from {store.where}" if had
+                              else f"no stored tokens{whose} in {store.where}"), file=sys.stderr)
     return 0
+
+
+def token_store_line(config: HubConfig) -> str | None:
+    """``mcp-hub check``'s line on where OAuth tokens live; None without OAuth servers."""
+    from mcp_hub.upstream.oauth.attach import oauth_status
+
+    found = oauth_status(config.servers)
+    if not found:
+        return None
+    store = found["token_store"]
+    clients = ", ".join(f"{name}: {kind}" for name, kind in found["clients"].items())
+    line = f"oauth tokens: {store['where']} (encrypted, key: {store['key']}); clients: {clients}"
+    if "warning" in store:
+        line += f"\nwarning: {store['warning']}"
+    return line
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser, load: Load, run_async: Run) -> None:

@@ -3,18 +3,30 @@
 Only read when the server sets ``auth = "oauth"``. The client identity is chosen in
 this order: a pre-registered ``client_id`` (with ``client_secret`` for a
 confidential client), a Client ID Metadata Document (``client_metadata_url``,
-used when the authorization server advertises support), dynamic client
-registration (RFC 7591) otherwise. This module imports nothing of the project so
-:mod:`mcp_hub.config` can import it.
+used when the authorization server advertises support; by default the document
+the hub serves itself at ``<[hub.http] public_url>/client-metadata.json`` when
+that public URL is https), dynamic client registration (RFC 7591) otherwise.
+This module imports nothing of the project so :mod:`mcp_hub.config` can import it.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-__all__ = ["OAuthSettings"]
+__all__ = ["CLIENT_METADATA_PATH", "OAuthSettings", "hub_client_metadata_url"]
+
+#: Where the hub's HTTP server serves its own Client ID Metadata Document.
+CLIENT_METADATA_PATH = "/client-metadata.json"
+
+
+def hub_client_metadata_url(public_url: str | None) -> str | None:
+    """The URL of the document the hub serves, usable as a client_id; None without an
+    https public URL (a client_id URL must be https with a path)."""
+    if not public_url or not public_url.lower().startswith("https://"):
+        return None
+    return public_url.rstrip("/") + CLIENT_METADATA_PATH
 
 
 class OAuthSettings(BaseModel):
@@ -42,6 +54,8 @@ class OAuthSettings(BaseModel):
     callback_port: int = Field(default=0, ge=0, le=65535)
     #: Client name shown on the authorization server's consent page.
     client_name: str = "mcp-hub"
+    # True when client_metadata_url is the hub's own document (set by the loader).
+    _hub_served: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _grant_needs_secret(self) -> OAuthSettings:
@@ -50,6 +64,24 @@ class OAuthSettings(BaseModel):
         if self.client_secret and not self.client_id:
             raise ValueError("client_secret needs client_id")
         return self
+
+    def use_hub_client_metadata(self, public_url: str | None) -> None:
+        """Default ``client_metadata_url`` to the hub's own document (a pre-registered
+        client and an explicit URL come first)."""
+        url = hub_client_metadata_url(public_url)
+        if url and not self.client_id and not self.client_metadata_url:
+            self.client_metadata_url = url
+            self._hub_served = True
+
+    @property
+    def client_identity(self) -> str:
+        """How the client identifies itself: ``pre-registered``, ``cimd`` (falling back to
+        dynamic registration where the server lacks support) or ``dynamic``."""
+        if self.client_id:
+            return "pre-registered"
+        if self.client_metadata_url:
+            return "cimd (hub-served)" if self._hub_served else "cimd"
+        return "dynamic"
 
     @property
     def scope(self) -> str | None:

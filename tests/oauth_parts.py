@@ -57,9 +57,11 @@ class AuthServer:
 
 
 @contextmanager
-def auth_server(token_seconds: int) -> Iterator[AuthServer]:
+def auth_server(token_seconds: int, *, cimd: bool = False) -> Iterator[AuthServer]:
+    """The authorization server; ``cimd`` makes it accept Client ID Metadata Documents."""
     node = require_parts()
-    proc = subprocess.Popen([node, str(AUTH_SERVER), "0", str(token_seconds)],
+    proc = subprocess.Popen([node, str(AUTH_SERVER), "0", str(token_seconds),
+                             *(["cimd"] if cimd else [])],
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

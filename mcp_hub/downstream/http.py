@@ -45,6 +45,7 @@ from mcp_hub.auth.identity import Identity
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.connect_routes import CONNECT_PREFIX, connect_routes
+from mcp_hub.downstream.client_metadata import CLIENT_METADATA_PATH, client_metadata_routes
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
@@ -74,7 +75,7 @@ __all__ = ["build_app"]
 logger = logging.getLogger(__name__)
 
 # Probes must work without credentials; they reveal nothing but up/ready.
-_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+_OPEN_PATHS = frozenset({"/healthz", "/readyz", CLIENT_METADATA_PATH})
 # The cookie opens the status page and its data, nothing else (docs/deployment.md).
 _COOKIE_PATHS = frozenset({"/", "/status.json"})
 #: Headers a request may carry once: a second copy is ambiguous (which one was checked?).
@@ -350,6 +351,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         *sse_routes,
         *_ops_routes(hub, pool, resumption, fast_served, replicas, bus),
         *connect_routes(hub, http.public_url),
+        *client_metadata_routes(hub.config),
     ]
     for profile, manager in managers.items():
         if profile is not None:

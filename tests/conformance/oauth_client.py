@@ -25,8 +25,10 @@ from pathlib import Path
 
 import httpx2
 
-#: The Client ID Metadata Document URL the suite's CIMD scenario expects.
-CIMD_URL = "https://conformance-test.local/client-metadata.json"
+#: The hub's public URL: the hub then uses ``<it>/client-metadata.json``, the document it
+#: serves itself, as its client_id where CIMD is supported; the suite's CIMD scenario
+#: expects exactly https://conformance-test.local/client-metadata.json.
+PUBLIC_URL = "https://conformance-test.local"
 HUB = [sys.executable, "-m", "mcp_hub"]
 STEP_TIMEOUT = 60.0
 #: Arguments for the suite's tools that need some (everything else is called with none).
@@ -35,10 +37,10 @@ TOOL_ARGS = {"add_numbers": {"a": 5, "b": 3}}
 
 def _toml(url: str, scenario: str, context: dict[str, str], state_dir: str) -> str:
     lines = ["[hub]", f"state_dir = {json.dumps(state_dir)}", "",
+             "[hub.http]", f"public_url = {json.dumps(PUBLIC_URL)}", "",
              "[servers.up]", f"url = {json.dumps(url)}", 'prefix = ""', "timeout = 20"]
     if scenario.startswith("auth/"):
-        lines += ['auth = "oauth"', "", "[servers.up.oauth]",
-                  f"client_metadata_url = {json.dumps(CIMD_URL)}"]
+        lines += ['auth = "oauth"', "", "[servers.up.oauth]"]
         if "client_id" in context and "client_secret" in context:
             lines += [f"client_id = {json.dumps(context['client_id'])}",
                       f"client_secret = {json.dumps(context['client_secret'])}"]

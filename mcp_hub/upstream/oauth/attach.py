@@ -4,21 +4,33 @@ its token store, and the wait for a login while it is ``needs_login``."""
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
 
 from mcp_hub.config import ServerConfig
+from mcp_hub.state import StateUnavailable
 from mcp_hub.upstream.oauth.kvstore import StateStore
 from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider
 from mcp_hub.upstream.oauth.secretbox import SecretBox
-from mcp_hub.upstream.oauth.tokens import HUB_IDENTITY, TokenStore, open_store
+from mcp_hub.upstream.oauth.tokens import (
+    HUB_IDENTITY,
+    TokenStore,
+    describe_location,
+    open_store,
+    store_location,
+)
 from mcp_hub.upstream.status import UpstreamStatus
 
-__all__ = ["DEFAULT_REDIRECT", "hub_auth", "login_wanted", "token_store", "wait_for_login"]
+__all__ = ["DEFAULT_REDIRECT", "hub_auth", "login_wanted", "oauth_status", "token_store",
+           "token_store_status", "wait_for_login"]
+
+logger = logging.getLogger(__name__)
 
 #: The redirect URI a running hub puts in its (never used) authorization requests.
 DEFAULT_REDIRECT = "http://127.0.0.1/callback"
@@ -32,15 +44,34 @@ def _default_state_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=8)
-def _store_for(state_dir: Path) -> tuple[StateStore, SecretBox]:
-    return open_store(state_dir)
+def _store_for(state_dir: Path, state_url: str | None = None) -> tuple[StateStore, SecretBox]:
+    return open_store(state_dir, state_url)
 
 
 def token_store(name: str, config: ServerConfig, identity: str = HUB_IDENTITY) -> TokenStore:
-    """The encrypted token store of server ``name`` (hub-wide unless ``identity`` is given)."""
+    """The encrypted token store of server ``name`` (hub-wide unless ``identity`` is given):
+    in the embedded store, or in Redis when ``[state] url`` is set."""
     assert config.url is not None
-    backend, box = _store_for(config.state_dir or _default_state_dir())
+    backend, box = _store_for(config.state_dir or _default_state_dir(), config.state_url)
     return TokenStore(backend, box, name, config.url, identity)
+
+
+def token_store_status(config: ServerConfig) -> dict[str, object]:
+    """Which token store server ``config`` uses, where, and its client identity (no secrets)."""
+    backend, _ = _store_for(config.state_dir or _default_state_dir(), config.state_url)
+    return {**store_location(backend), "client": config.oauth.client_identity}
+
+
+def oauth_status(servers: Mapping[str, ServerConfig]) -> dict[str, Any]:
+    """For ``hub_status`` and ``mcp-hub check``: the token store in use and each OAuth
+    server's client identity; empty without OAuth servers. Opens nothing, holds no secret."""
+    oauth = {name: c for name, c in servers.items() if c.auth == "oauth" and c.url}
+    if not oauth:
+        return {}
+    first = next(iter(oauth.values()))
+    return {"token_store": describe_location(first.state_dir or _default_state_dir(),
+                                             first.state_url),
+            "clients": {name: c.oauth.client_identity for name, c in oauth.items()}}
 
 
 def hub_auth(name: str, config: ServerConfig,
@@ -59,7 +90,12 @@ async def wait_for_login(name: str, config: ServerConfig, wake: anyio.Event) -> 
     """Return once tokens for ``name`` are stored (a login elsewhere) or ``wake`` is set."""
     store = token_store(name, config)
     while not wake.is_set():
-        if await store.has_tokens():
+        try:
+            if await store.has_tokens():
+                return
+        except StateUnavailable as exc:
+            # Connecting again shows the store's error (reconnecting, with backoff).
+            logger.warning("upstream %s: %s", name, exc)
             return
         with anyio.move_on_after(LOGIN_POLL_SECONDS):
             await wake.wait()

@@ -33,8 +33,12 @@ class StateStore(Protocol):
 class FileStateStore:
     """One file per key in a 0700 folder; writes are atomic (temp file + rename)."""
 
+    kind = "embedded"
+
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        #: Where the tokens are, for messages and status.
+        self.where = f"files under {folder}"
 
     def _path(self, key: str) -> Path:
         # Keys carry server names and identities: hash them into safe file names.

@@ -65,7 +65,9 @@ async def login(name: str, config: ServerConfig, store: TokenStore, *, open_brow
     if config.oauth.grant == "client_credentials":
         provider: Any = HubClientCredentialsProvider(config.url, store, config.oauth)
         with anyio.fail_after(wait_seconds):
-            return await _session(config, provider)
+            tools = await _session(config, provider)
+        _check_stored(store)
+        return tools
     server = await _callback_server(store, config)
 
     async def redirect(url: str) -> None:
@@ -90,7 +92,15 @@ async def login(name: str, config: ServerConfig, store: TokenStore, *, open_brow
         tg.cancel_scope.cancel()
     if failure is not None:
         raise failure
+    _check_stored(store)
     return tools
+
+
+def _check_stored(store: TokenStore) -> None:
+    """A login whose tokens did not reach the store (shared store down) is no login."""
+    if store.unsaved is not None:
+        raise OAuthError(f"the login worked but its tokens could not be stored in {store.where}; "
+                         "nothing was saved: fix the store and log in again")
 
 
 async def _session(config: ServerConfig, auth: httpx2.Auth) -> int:

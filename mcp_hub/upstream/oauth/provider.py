@@ -130,6 +130,7 @@ class _HubFlow(OAuthClientProvider):
     async def _auth_flow(self, request: httpx2.Request
                          ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         await self._precheck()
+        await self.hub_store.flush()
         if self._initialized and self._expiring() and self.context.can_refresh_token():
             self.context.token_expiry_time = 1.0  # in the past (0 means "no expiry")
         sent_with_token = "Authorization" in request.headers or (

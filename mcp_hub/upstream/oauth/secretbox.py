@@ -18,7 +18,7 @@ from cryptography.fernet import Fernet, InvalidToken
 
 from mcp_hub.upstream.oauth.errors import OAuthError
 
-__all__ = ["KEY_ENV", "SecretBox", "load_key"]
+__all__ = ["KEY_ENV", "SecretBox", "key_file", "key_from_env", "load_key"]
 
 KEY_ENV = "MCP_HUB_SECRET_KEY"
 _KEY_FILE = "secret.key"
@@ -34,12 +34,22 @@ def _from_text(text: str) -> bytes:
     return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest())
 
 
+def key_from_env() -> bool:
+    """True when the key comes from ``MCP_HUB_SECRET_KEY`` (shared by replicas)."""
+    return bool(os.environ.get(KEY_ENV, "").strip())
+
+
+def key_file(state_dir: Path) -> Path:
+    """Where the key is kept when ``MCP_HUB_SECRET_KEY`` is not set."""
+    return state_dir / "oauth" / _KEY_FILE
+
+
 def load_key(state_dir: Path) -> bytes:
     """The token key: from the environment, or the 0600 key file (created if missing)."""
     env = os.environ.get(KEY_ENV, "").strip()
     if env:
         return _from_text(env)
-    path = state_dir / "oauth" / _KEY_FILE
+    path = key_file(state_dir)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -54,8 +64,10 @@ def load_key(state_dir: Path) -> bytes:
 class SecretBox:
     """Encrypts and decrypts small blobs with one key."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, *, shared: bool = False) -> None:
         self._fernet = Fernet(key)
+        #: The records are in a store other processes share (their key must be the same).
+        self.shared = shared
 
     def seal(self, data: bytes) -> bytes:
         return self._fernet.encrypt(data)
@@ -64,6 +76,11 @@ class SecretBox:
         try:
             return self._fernet.decrypt(blob)
         except InvalidToken:
+            if self.shared:
+                raise OAuthError(
+                    "stored OAuth tokens cannot be decrypted with this process's key: they are "
+                    f"in the shared state store, so every replica and `mcp-hub login` need the "
+                    f"same {KEY_ENV}; set it everywhere, then log in again") from None
             raise OAuthError(
                 f"stored OAuth tokens cannot be decrypted: {KEY_ENV} or the key file changed; "
                 "log in again") from None
