@@ -54,9 +54,8 @@ from mcp_hub.telemetry import start_telemetry, stop_telemetry
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
-from mcp_hub.upstream.oauth.attach import login_wanted
-from mcp_hub.upstream.peruser import PerUserServers, hub_connected
 from mcp_hub.upstream.oauth.attach import login_wanted, oauth_status
+from mcp_hub.upstream.peruser import PerUserServers, hub_connected
 
 __all__ = ["Hub"]
 

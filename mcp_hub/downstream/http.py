@@ -44,8 +44,8 @@ from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, 
 from mcp_hub.auth.identity import Identity
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.asgi_body import buffer_body
-from mcp_hub.downstream.connect_routes import CONNECT_PREFIX, connect_routes
 from mcp_hub.downstream.client_metadata import CLIENT_METADATA_PATH, client_metadata_routes
+from mcp_hub.downstream.connect_routes import CONNECT_PREFIX, connect_routes
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
