@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -206,16 +207,30 @@ async def run(args: argparse.Namespace) -> dict[str, dict[str, Sample]]:
             log(f"{n}: port {ports[n]}, tool {tools[n]}")
         for n in names:  # warm-up
             await _chunk(open_sessions[n], tools[n], 1.0 * args.scale, Sample(), SESSIONS)
+        spy = _py_spy(args.py_spy, PIDS[ports["mcp-hub"]]) if args.py_spy and "mcp-hub" in ports else None
         for r in range(args.rounds):
             for n in (names if r % 2 == 0 else names[::-1]):
                 await _chunk(open_sessions[n], tools[n], args.chunk_seconds * args.scale,
                              results[n]["load"], SESSIONS)
                 await _chunk(open_sessions[n], tools[n], args.chunk_seconds * args.scale / 2,
                              results[n]["one"], 1)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            spy.wait(30)
+            log(f"py-spy profile of the hub: {args.py_spy}")
         for sessions in open_sessions.values():
             for s in sessions:
                 await s.close()
     return results
+
+
+def _py_spy(out: str, pid: int) -> subprocess.Popen[bytes]:
+    """``py-spy record`` of the hub process for the measured rounds (collapsed stacks,
+    GIL-holding samples only: where the hub's own CPU goes)."""
+    spy = Path(sys.executable).with_name("py-spy")
+    return subprocess.Popen([str(spy), "record", "--pid", str(pid), "--rate", "250", "--gil",
+                             "--nonblocking", "--format", "raw", "-o", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 @asynccontextmanager
@@ -261,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every duration")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chunk-seconds", type=float, default=4.0)
+    parser.add_argument("--py-spy", metavar="OUT", help="record the hub process with py-spy "
+                        "(pip install py-spy) during the measured rounds, collapsed stacks to OUT")
     args = parser.parse_args(argv)
     import os
     load = os.getloadavg()

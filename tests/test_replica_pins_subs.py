@@ -23,7 +23,7 @@ import httpx2
 import pytest
 from anyio.abc import ObjectSendStream
 
-from tests.hubtest import PY, ROOT, HttpHub, hub_env, http_session
+from tests.hubtest import PY, ROOT, HttpHub, http_session, hub_env
 from tests.test_replicas import TOKEN, _cluster
 
 pytestmark = pytest.mark.anyio
