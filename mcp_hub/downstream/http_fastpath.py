@@ -54,6 +54,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.access import Caller
 from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.disconnects import watch_disconnect
 from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.fastpath import _Pending
 from mcp_hub.downstream.http_fast_channel import HttpChannel, send_accepted, send_json
@@ -279,32 +280,20 @@ class HttpFastPath:
         cancel = self.calls[key] = anyio.CancelScope()
         message: dict[str, Any] | None = None
         try:
-            with _holding(session.transport):
-                with self.hub.open_calls.track(session.sid, rid) as tracked:
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(_watch_disconnect, receive, cancel)
-                        with cancel:
-                            call = channel.context(rid, name, meta, Headers(raw=headers))
-                            message = await call_message(self.hub, caller, session.version, rid,
-                                                         name, arguments, call)
-                        tg.cancel_scope.cancel()
-                if tracked.cancel_called and message is None:
-                    message = {"jsonrpc": "2.0", "id": rid, "error": {
-                        "code": CONNECTION_CLOSED, "message": "the session ended; the call was cancelled"}}
+            with _holding(session.transport), \
+                    self.hub.open_calls.track(session.sid, rid) as tracked, \
+                    watch_disconnect(receive, cancel), cancel:
+                call = channel.context(rid, name, meta, Headers(raw=headers))
+                message = await call_message(self.hub, caller, session.version, rid, name,
+                                             arguments, call)
+            if tracked.cancel_called and message is None:
+                message = {"jsonrpc": "2.0", "id": rid, "error": {
+                    "code": CONNECTION_CLOSED, "message": "the session ended; the call was cancelled"}}
         finally:
             self.calls.pop(key, None)
         self.served["tools/call"] = self.served.get("tools/call", 0) + 1
         await channel.finish(message)
         return True
-
-
-async def _watch_disconnect(receive: Receive, cancel: anyio.CancelScope) -> None:
-    """Cancel the call when the client closes the connection (nobody is left to answer)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            cancel.cancel()
-            return
 
 
 def _parse(body: bytes) -> dict[str, Any] | None:
