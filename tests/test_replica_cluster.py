@@ -136,10 +136,10 @@ class _RawSession:
         return {**AUTH, "Accept": _ACCEPT, "Mcp-Session-Id": self.sid,
                 "MCP-Protocol-Version": "2025-06-18"}
 
-    async def open(self, url: str) -> None:
+    async def open(self, url: str, capabilities: dict[str, Any] | None = None) -> None:
         r = await self.client.post(url, headers={**AUTH, "Accept": _ACCEPT}, json={
             "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
+                "protocolVersion": "2025-06-18", "capabilities": capabilities or {},
                 "clientInfo": {"name": "raw", "version": "1"}}})
         assert r.status_code == 200, r.text
         self.sid = r.headers["mcp-session-id"]
@@ -218,3 +218,73 @@ async def test_a_subscription_reaches_the_get_stream_on_another_replica(
                 answer = await session.request(c.mcp_url, "tools/call",
                                                {"name": touch, "arguments": {"uri": "watched://a"}})
                 assert answer["content"][0]["text"] == "touched watched://a (not subscribed)"
+
+
+# -- fast-path calls of a shared session ------------------------------------------------
+
+
+async def _fast_calls(client: httpx2.AsyncClient, hub: HttpHub) -> int:
+    served: int = (await _status(client, hub)).get("http_fast_path", {}).get("tools/call", 0)
+    return served
+
+
+async def _marker_has(path: Path, text: str) -> None:
+    with anyio.fail_after(15):
+        while not (path.exists() and text in path.read_text()):
+            await anyio.sleep(0.05)
+
+
+async def test_fast_path_calls_get_answers_and_cancels_from_other_replicas(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with _cluster(tmp_path, monkeypatch) as (_redis, hubs, url), \
+            httpx2.AsyncClient(timeout=httpx2.Timeout(10, read=60)) as client:
+        a, b, c = hubs
+        session = _RawSession(client)
+        with anyio.fail_after(120):
+            await session.open(url, {"sampling": {}})
+            tools = [t["name"] for t in (await session.request(a.mcp_url, "tools/list", {}))[
+                "tools"]]  # A now holds the session, so A's fast path takes its calls
+            sample = next(t for t in tools if t.endswith("_sample"))
+            hang = next(t for t in tools if t.endswith("_hang"))
+            before = await _fast_calls(client, a)
+
+            # A runs the call; its sampling request goes out on the call's stream; the
+            # client's answer is POSTed to B, which passes it over the bus to A's call.
+            answer: dict[str, Any] | None = None
+            async with client.stream("POST", a.mcp_url, headers=session.headers(), json={
+                    "jsonrpc": "2.0", "id": 101, "method": "tools/call",
+                    "params": {"name": sample, "arguments": {"prompt": "abc"}}}) as response:
+                assert response.headers["content-type"].startswith("text/event-stream")
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    message = json.loads(line[5:])
+                    if message.get("method") == "sampling/createMessage":
+                        r = await client.post(b.mcp_url, headers=session.headers(), json={
+                            "jsonrpc": "2.0", "id": message["id"], "result": {
+                                "role": "assistant", "model": "m1",
+                                "content": {"type": "text", "text": "ABC"}}})
+                        assert r.status_code == 202, r.text
+                    elif message.get("id") == 101:
+                        answer = message
+            assert answer is not None
+            assert answer["result"]["content"][0]["text"] == "sampled[m1]: ABC"
+            assert await _fast_calls(client, a) == before + 1
+            assert (await _status(client, b))["replicas"]["bus"]["published"] >= 1
+            assert (await _status(client, a))["replicas"]["bus"]["delivered"] >= 1
+
+            # A runs a call that never ends; the client's cancel reaches C.
+            async def hanging_call() -> None:
+                await client.post(a.mcp_url, headers=session.headers(), json={
+                    "jsonrpc": "2.0", "id": 102, "method": "tools/call",
+                    "params": {"name": hang, "arguments": {}}})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(hanging_call)
+                await _marker_has(tmp_path / "marker", "called hang")
+                r = await client.post(c.mcp_url, headers=session.headers(), json={
+                    "jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 102, "reason": "changed my mind"}})
+                assert r.status_code == 202, r.text
+                await _marker_has(tmp_path / "marker", "cancelled")
+            assert await _fast_calls(client, a) == before + 2

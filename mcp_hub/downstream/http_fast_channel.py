@@ -94,7 +94,7 @@ class HttpChannel(JsonRpcDownstream):
 
     async def request(self, method: str, params: dict[str, Any] | None) -> Any:
         """Send a server-to-client request on this call's stream; wait (bounded) for its answer."""
-        rid = f"mcp-hub-h{next(self.fast._ids)}"
+        rid = f"{self.fast.id_prefix}{next(self.fast._ids)}"
         key = (self.session.sid, rid)
         pending = self.fast.pending[key] = _Pending()
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}

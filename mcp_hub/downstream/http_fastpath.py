@@ -35,6 +35,7 @@ import itertools
 import json
 import logging
 import math
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -166,7 +167,7 @@ class HttpFastPath:
 
     def __init__(self, app: ASGIApp, *, hub: Any,
                  endpoints: dict[str, tuple[StreamableHTTPSessionManager, Caller]],
-                 max_body: int, served: dict[str, int] | None = None) -> None:
+                 max_body: int, served: dict[str, int] | None = None, bus: Any = None) -> None:
         self.app = app
         self.hub = hub
         self.endpoints = endpoints
@@ -175,6 +176,11 @@ class HttpFastPath:
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
         self.pending: dict[tuple[str, str], _Pending] = {}
         self._ids = itertools.count(1)
+        #: Ids of the hub's requests to clients, unique across replicas: an answer that
+        #: reached another replica comes back over the bus and must find only its call.
+        self.id_prefix = f"mcp-hub-h{os.urandom(4).hex()}-"
+        if bus is not None:
+            bus.local_takers.append(self.take)
         #: Requests answered here, by method (for status and tests).
         self.served: dict[str, int] = served if served is not None else {}
 
@@ -234,24 +240,42 @@ class HttpFastPath:
 
     async def _answer(self, session: FastSession, rid: Any, raw: dict[str, Any], send: Send) -> bool:
         """A client's answer to a request the fast path sent: 202, and the call goes on."""
-        pending = self.pending.pop((session.sid, str(rid)), None) if isinstance(rid, str) else None
+        if not self._resolve(session.sid, rid, raw):
+            return False
+        await send_accepted(send)
+        return True
+
+    async def _cancel(self, session: FastSession, params: Any, send: Send) -> bool:
+        if not self._cancel_call(session.sid, params):
+            return False
+        await send_accepted(send)
+        return True
+
+    def _resolve(self, sid: str, rid: Any, raw: dict[str, Any]) -> bool:
+        pending = self.pending.pop((sid, rid), None) if isinstance(rid, str) else None
         if pending is None:
             return False
         pending.result = raw.get("result")
         error = raw.get("error")
         pending.error = error if isinstance(error, dict) else None
         pending.done.set()
-        await send_accepted(send)
         return True
 
-    async def _cancel(self, session: FastSession, params: Any, send: Send) -> bool:
+    def _cancel_call(self, sid: str, params: Any) -> bool:
         target = params.get("requestId") if isinstance(params, dict) else None
-        scope = self.calls.get((session.sid, str(target))) if is_request_id(target) else None
+        scope = self.calls.get((sid, str(target))) if is_request_id(target) else None
         if scope is None:
             return False
         scope.cancel()
-        await send_accepted(send)
         return True
+
+    def take(self, sid: str, raw: dict[str, Any]) -> bool:
+        """A client message another replica received for session ``sid`` (over the replica
+        bus): True when it answers a request of a call running here, or cancels one."""
+        method = raw.get("method")
+        if method is None:
+            return self._resolve(sid, raw.get("id"), raw)
+        return method == "notifications/cancelled" and self._cancel_call(sid, raw.get("params"))
 
     async def _call(self, session: FastSession, endpoint: tuple[StreamableHTTPSessionManager, Caller],
                     rid: Any, params: Any, receive: Receive, send: Send,
@@ -268,11 +292,6 @@ class HttpFastPath:
         if key in self.calls:
             return False
         manager, caller = endpoint
-        if getattr(manager, "sealing", False):
-            # Replicas share the session: a sampling or elicitation answer may reach
-            # another replica, and only the SDK path's session is reachable through
-            # the replica bus. Lists and ping stay on the fast path.
-            return False
         touch = getattr(manager, "pool", None)
         if touch is not None:
             touch.touch(session.sid)
