@@ -220,11 +220,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def wait_port(port: int, proc: subprocess.Popen[bytes], within: float = 30) -> None:
+async def wait_port(port: int, proc: subprocess.Popen[bytes], within: float = 30,
+                    what: str = "process") -> None:
+    """Wait (at most ``within`` s) until ``proc`` accepts connections on loopback ``port``."""
     with anyio.fail_after(within):
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"process exited early with code {proc.returncode}")
+                raise RuntimeError(f"{what} exited early with code {proc.returncode}")
             try:
                 stream = await anyio.connect_tcp("127.0.0.1", port)
             except OSError:

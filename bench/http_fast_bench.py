@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -94,10 +95,10 @@ async def _wait_http(port: int, proc: subprocess.Popen[bytes], within: float = 6
 
 @asynccontextmanager
 async def _process(argv: list[str], port: int, log_path: Path, py: str = PY,
-                   ready: Callable[[], bool] | None = None) -> AsyncIterator[int]:
+                   ready: Callable[[], bool] | None = None, cwd: Path = ROOT) -> AsyncIterator[int]:
     """Start a server; yields its port (its pid is in :data:`PIDS` under that port)."""
     with open(log_path, "w") as err:
-        proc = subprocess.Popen([py, *argv], cwd=ROOT, env=base_env(), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([py, *argv], cwd=cwd, env=base_env(), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=err)
     try:
         PIDS[port] = proc.pid
@@ -122,13 +123,15 @@ def direct(tmp: Path) -> AbstractAsyncContextManager[int]:
     return _process([*ECHO_ARGS, "--transport", "http", "--port", str(port)], port, tmp / "direct.log")
 
 
-def hub(tmp: Path) -> AbstractAsyncContextManager[int]:
+def hub(tmp: Path, tree: Path = ROOT, label: str = "hub") -> AbstractAsyncContextManager[int]:
+    """The hub of ``tree`` (this checkout, or the one of ``--base-tree``)."""
     port = free_port()
-    config = hub_config(tmp / "hub.toml", {"echo": {}})
+    config = hub_config(tmp / f"{label}.toml", {"echo": {}})
     # Its own state dir: the default one is shared by every hub run on the machine.
-    config.write_text(config.read_text().replace("[hub]\n", f"[hub]\nstate_dir = {json.dumps(str(tmp))}\n", 1))
+    state = tmp / f"{label}-state"
+    config.write_text(config.read_text().replace("[hub]\n", f"[hub]\nstate_dir = {json.dumps(str(state))}\n", 1))
     return _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
-                    tmp / "hub.log", ready=lambda: _ready(port))
+                    tmp / f"{label}.log", ready=lambda: _ready(port), cwd=tree)
 
 
 def _ready(port: int) -> bool:
@@ -206,16 +209,30 @@ async def run(args: argparse.Namespace) -> dict[str, dict[str, Sample]]:
             log(f"{n}: port {ports[n]}, tool {tools[n]}")
         for n in names:  # warm-up
             await _chunk(open_sessions[n], tools[n], 1.0 * args.scale, Sample(), SESSIONS)
+        spy = _py_spy(args.py_spy, PIDS[ports["mcp-hub"]]) if args.py_spy and "mcp-hub" in ports else None
         for r in range(args.rounds):
             for n in (names if r % 2 == 0 else names[::-1]):
                 await _chunk(open_sessions[n], tools[n], args.chunk_seconds * args.scale,
                              results[n]["load"], SESSIONS)
                 await _chunk(open_sessions[n], tools[n], args.chunk_seconds * args.scale / 2,
                              results[n]["one"], 1)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            spy.wait(30)
+            log(f"py-spy profile of the hub: {args.py_spy}")
         for sessions in open_sessions.values():
             for s in sessions:
                 await s.close()
     return results
+
+
+def _py_spy(out: str, pid: int) -> subprocess.Popen[bytes]:
+    """``py-spy record`` of the hub process for the measured rounds (collapsed stacks,
+    GIL-holding samples only: where the hub's own CPU goes)."""
+    spy = Path(sys.executable).with_name("py-spy")
+    return subprocess.Popen([str(spy), "record", "--pid", str(pid), "--rate", "250", "--gil",
+                             "--nonblocking", "--format", "raw", "-o", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 @asynccontextmanager
@@ -261,7 +278,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every duration")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chunk-seconds", type=float, default=4.0)
+    parser.add_argument("--base-tree", type=Path, metavar="DIR",
+                        help="also run the hub of another checkout (e.g. `git archive` of main "
+                             "unpacked in DIR) as target 'hub (base)', interleaved with the others")
+    parser.add_argument("--py-spy", metavar="OUT", help="record the hub process with py-spy "
+                        "(pip install py-spy) during the measured rounds, collapsed stacks to OUT")
     args = parser.parse_args(argv)
+    if args.base_tree is not None:
+        base = args.base_tree.resolve()
+        TARGETS["hub (base)"] = lambda tmp: hub(tmp, base, "hub-base")
+        args.targets.append("hub (base)")
     import os
     load = os.getloadavg()
     started = time.strftime("%H:%M:%S", time.gmtime())
@@ -272,7 +298,32 @@ def main(argv: list[str] | None = None) -> int:
             if sample.errors:
                 print(f"{n} ({kind}): {sample.errors} errors, first: {sample.first_error}")
     print(report(results))
+    print(headline(results))
     return 0
+
+
+def headline(results: dict[str, dict[str, Sample]]) -> str:
+    """The three targets of one run side by side: hub ÷ direct and hub ÷ FastMCP calls/s
+    (16 × 4 in flight), and the hub's added p50 at one call in flight."""
+    def rate(name: str) -> float | None:
+        s = results.get(name, {}).get("load")
+        return len(s.latencies) / s.seconds if s is not None and s.seconds else None
+
+    def p50(name: str) -> float | None:
+        s = results.get(name, {}).get("one")
+        return percentile(sorted(s.latencies), 50) * 1e3 if s is not None and s.latencies else None
+
+    hub, direct_rate, peer = rate("mcp-hub"), rate("direct"), rate("fastmcp")
+    hub_p50, direct_p50 = p50("mcp-hub"), p50("direct")
+    parts = [
+        f"hub ÷ SDK server direct: {hub / direct_rate:.2f}× calls/s (target ≥ 1.0×)"
+        if hub and direct_rate else "hub ÷ SDK server direct: not measured",
+        f"hub ÷ FastMCP proxy: {hub / peer:.2f}× calls/s (target ≥ 2×)"
+        if hub and peer else "hub ÷ FastMCP proxy: not measured (no bench/peers/.venv-fastmcp)",
+        f"added p50 at 1 in flight: {hub_p50 - direct_p50:+.2f} ms (target ≤ +0.5 ms)"
+        if hub_p50 is not None and direct_p50 is not None else "added p50: not measured",
+    ]
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from mcp.types import CallToolResult, TextContent
 from mcp_hub.coerce import coerce_tool_args
 from mcp_hub.errors import UnknownToolError
 from mcp_hub.hooks import HookManager, HookStatus
+from mcp_hub.quick_schema import quick_check
 from mcp_hub.registry import ToolEntry, ToolRegistry, input_schema_of
 from mcp_hub.registry import registry as default_registry
 
@@ -71,20 +72,21 @@ class Bridge(Protocol):
 
 # ── validation ────────────────────────────────────────────────────────────────
 
-# Per registry: tool name → (the entry it was compiled for, validator or None).
-_validators: weakref.WeakKeyDictionary[ToolRegistry, dict[str, tuple[ToolEntry, Any]]] = (
+# Per registry: tool name → (the entry it was compiled for, validator or None, quick check).
+_validators: weakref.WeakKeyDictionary[ToolRegistry, dict[str, tuple[ToolEntry, Any, Any]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _validator(reg: ToolRegistry, entry: ToolEntry) -> Any:
-    """The compiled validator for ``entry`` (recompiled when the entry is replaced)."""
+def _validator(reg: ToolRegistry, entry: ToolEntry) -> tuple[Any, Any]:
+    """The compiled validator for ``entry`` and its quick check (:mod:`mcp_hub.quick_schema`),
+    recompiled when the entry is replaced."""
     per_registry = _validators.get(reg)
     if per_registry is None:
         per_registry = _validators.setdefault(reg, {})
     cached = per_registry.get(entry.name)
     if cached is not None and cached[0] is entry:
-        return cached[1]
+        return cached[1], cached[2]
     schema = input_schema_of(entry.schema)
     validator: Any = None
     try:
@@ -97,8 +99,9 @@ def _validator(reg: ToolRegistry, entry: ToolEntry) -> Any:
                        entry.name, getattr(exc, "message", exc))
     if len(per_registry) > 50_000:
         per_registry.clear()
-    per_registry[entry.name] = (entry, validator)
-    return validator
+    quick = quick_check(schema) if validator is not None else None
+    per_registry[entry.name] = (entry, validator, quick)
+    return validator, quick
 
 
 def _field(error: Any) -> str:
@@ -115,8 +118,8 @@ def _field(error: Any) -> str:
 
 def validate_args(reg: ToolRegistry, entry: ToolEntry, args: Any) -> list[str]:
     """``"field: message"`` for each schema violation of ``args`` (empty when valid)."""
-    validator = _validator(reg, entry)
-    if validator is None:
+    validator, quick = _validator(reg, entry)
+    if validator is None or (quick is not None and quick(args)):
         return []
     try:
         if validator.is_valid(args):

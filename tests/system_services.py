@@ -1,5 +1,6 @@
 """Real system services for the replica tests: redis-server and haproxy, started here.
 
+The port helpers are the benchmarks' own (:mod:`bench.common`).
 Both come from Debian's packages, installed by ``.ci/setup-system``. When a binary
 is missing the test skips with the reason, except under ``CI=true``, where it fails.
 """
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +16,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+
+from bench.common import free_port, wait_port
 
 ROOT = Path(__file__).resolve().parents[1]
 HAPROXY_CFG = ROOT / "deploy" / "haproxy" / "haproxy.cfg"
@@ -31,27 +33,6 @@ def require_binary(name: str) -> str:
             pytest.fail(reason)
         pytest.skip(reason)
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-async def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
-    with anyio.fail_after(15):
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{what} exited with {proc.returncode}")
-            try:
-                stream = await anyio.connect_tcp("127.0.0.1", port)
-            except OSError:
-                await anyio.sleep(0.05)
-                continue
-            await stream.aclose()
-            return
 
 
 class RedisServer:
@@ -72,7 +53,7 @@ class RedisServer:
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        await _wait_port(self.port, self.proc, "redis-server")
+        await wait_port(self.port, self.proc, 15, "redis-server")
 
     async def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -103,7 +84,7 @@ async def haproxy(backends: list[int], workdir: Path) -> AsyncIterator[int]:
     proc = subprocess.Popen([binary, "-db", "-f", str(HAPROXY_CFG)], env=env,
                             stdout=log, stderr=log)
     try:
-        await _wait_port(port, proc, "haproxy")
+        await wait_port(port, proc, 15, "haproxy")
         yield port
     finally:
         proc.terminate()

@@ -34,10 +34,10 @@ RATE = 300
 CALLS = int(os.environ.get("REPLICA_CALLS", "200"))
 
 
-def _config(tmp: Path, redis_url: str) -> Path:
+def _config(tmp: Path, redis_url: str, extra: str = "") -> Path:
     path = tmp / "servers.toml"
     path.write_text(
-        "[hub]\nstartup_timeout = 20\n\n"
+        "[hub]\nstartup_timeout = 20\n\n" + extra +
         "[hub.http]\n"
         f'auth_tokens = ["{TOKEN}", "{OTHER_TOKEN}"]\n'
         'session_secret = "${MCP_HUB_SESSION_SECRET}"\n'
@@ -48,17 +48,21 @@ def _config(tmp: Path, redis_url: str) -> Path:
         f"cwd = {toml_str(str(ROOT))}\n\n"
         f"[servers.work]\ncommand = {toml_str(PY)}\n"
         f"args = [{toml_str(str(FIXTURES / 'plain_server.py'))}]\n"
-        f"env = {{ PLAIN_MARKER = {toml_str(str(tmp / 'marker'))} }}\n")
+        f"env = {{ PLAIN_MARKER = {toml_str(str(tmp / 'marker'))} }}\n"
+        f"\n[servers.watched]\ncommand = {toml_str(PY)}\n"
+        f"args = [{toml_str(str(FIXTURES / 'watched_server.py'))}]\n")
     return path
 
 
 @asynccontextmanager
-async def _cluster(tmp: Path, monkeypatch: pytest.MonkeyPatch
+async def _cluster(tmp: Path, monkeypatch: pytest.MonkeyPatch, extra: str = ""
                    ) -> AsyncIterator[tuple[RedisServer, list[HttpHub], str]]:
+    """redis-server, three hub replicas sharing it, haproxy in front; ``extra`` goes into
+    the config after ``[hub]`` (more settings, e.g. a ``[pins]`` table)."""
     monkeypatch.setenv("MCP_HUB_SESSION_SECRET", "a-shared-secret-of-the-three-replicas")
     async with AsyncExitStack() as stack:
         redis = await stack.enter_async_context(redis_server(tmp))
-        config = _config(tmp, redis.url)
+        config = _config(tmp, redis.url, extra)
         hubs = []
         for i in range(3):
             workdir = tmp / f"replica{i + 1}"

@@ -10,7 +10,10 @@ messages on one transport:
 * the SDK server (stdio, Streamable HTTP, SSE): :class:`SessionCallContext`,
   sent with ``related_request_id`` so on Streamable HTTP it rides that POST's
   response stream;
-* the stdio fast path (:mod:`mcp_hub.downstream.fastpath`): straight to the pipe.
+* the stdio fast path (:mod:`mcp_hub.downstream.fastpath`) and the HTTP fast
+  path's channel (:mod:`mcp_hub.downstream.http_fast_channel`): both speak raw
+  JSON-RPC, so both derive from :class:`JsonRpcDownstream`, which turns the
+  relay's messages into plain dicts and needs only ``notify`` and ``request``.
 
 Requests are sent with the upstream's params unchanged, which keeps the hub
 transparent. A new concern of every call (identity, tracing) goes here, once.
@@ -18,6 +21,7 @@ transparent. A new concern of every call (identity, tracing) goes here, once.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -46,8 +50,8 @@ from pydantic import BaseModel
 from mcp_hub.context import CallContext
 from mcp_hub.log_levels import LOG_LEVELS, below_level, client_log_level
 
-__all__ = ["LOG_LEVELS", "Downstream", "RelayCallContext", "SessionCallContext", "below_level",
-           "connection_of"]
+__all__ = ["LOG_LEVELS", "Downstream", "JsonRpcDownstream", "RelayCallContext",
+           "SessionCallContext", "below_level", "connection_of"]
 
 ClientMethod = Literal["sampling/createMessage", "elicitation/create", "roots/list"]
 ResultT = TypeVar("ResultT", bound=BaseModel)
@@ -73,6 +77,42 @@ class Downstream(Protocol):
 
     async def send_request(self, method: ClientMethod, params: BaseModel | None,
                            result_type: type[ResultT], request_id: str | int | None) -> ResultT: ...
+
+
+def _dump(params: BaseModel) -> dict[str, Any]:
+    dumped: dict[str, Any] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+class JsonRpcDownstream(ABC):
+    """A :class:`Downstream` that writes raw JSON-RPC: subclasses give ``notify`` (a
+    notification to the client) and ``request`` (a request, waiting for its answer);
+    progress, log messages and the client requests of a call are built on those."""
+
+    @abstractmethod
+    def log_threshold(self) -> str | None:
+        """The logging level the client set (None: it set none, every level goes)."""
+
+    @abstractmethod
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send the notification ``method`` to the client."""
+
+    @abstractmethod
+    async def request(self, method: str, params: dict[str, Any] | None) -> Any:
+        """Send a request to the client; its result (raises MCPError for an error answer)."""
+
+    async def send_progress(self, params: ProgressNotificationParams,
+                            request_id: str | int | None) -> None:
+        await self.notify("notifications/progress", _dump(params))
+
+    async def send_log(self, params: LoggingMessageNotificationParams,
+                       request_id: str | int | None) -> None:
+        await self.notify("notifications/message", _dump(params))
+
+    async def send_request(self, method: ClientMethod, params: BaseModel | None,
+                           result_type: type[ResultT], request_id: str | int | None) -> ResultT:
+        raw = await self.request(method, None if params is None else _dump(params))
+        return result_type.model_validate(raw)
 
 
 class RelayCallContext(CallContext):

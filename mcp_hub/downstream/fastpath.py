@@ -34,14 +34,11 @@ from mcp.types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     ClientCapabilities,
-    LoggingMessageNotificationParams,
-    ProgressNotificationParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel
 
 from mcp_hub.access import as_caller
-from mcp_hub.downstream.call_context import ClientMethod, RelayCallContext, ResultT
+from mcp_hub.downstream.call_context import JsonRpcDownstream, RelayCallContext
 from mcp_hub.downstream.fast_call import call_message
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.prepared_lists import LIST_METHODS, ListKind, prepared_lists
@@ -60,11 +57,6 @@ def _encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"
 
 
-def _dump(params: BaseModel) -> dict[str, Any]:
-    dumped: dict[str, Any] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
-
-
 class _Pending:
     __slots__ = ("done", "error", "result")
 
@@ -74,7 +66,7 @@ class _Pending:
         self.error: dict[str, Any] | None = None
 
 
-class StdioFastPath:
+class StdioFastPath(JsonRpcDownstream):
     """Serves ``tools/call`` on one stdio connection; see the module docstring."""
 
     def __init__(self, hub: Any, profile: str | None, send_raw: SendRaw,
@@ -243,19 +235,6 @@ class StdioFastPath:
     # (the Downstream of mcp_hub.downstream.call_context: one RelayCallContext per call)
     def log_threshold(self) -> str | None:
         return client_log_level(self.state)
-
-    async def send_progress(self, params: ProgressNotificationParams,
-                            request_id: str | int | None) -> None:
-        await self.notify("notifications/progress", _dump(params))
-
-    async def send_log(self, params: LoggingMessageNotificationParams,
-                       request_id: str | int | None) -> None:
-        await self.notify("notifications/message", _dump(params))
-
-    async def send_request(self, method: ClientMethod, params: BaseModel | None,
-                           result_type: type[ResultT], request_id: str | int | None) -> ResultT:
-        raw = await self.request(method, None if params is None else _dump(params))
-        return result_type.model_validate(raw)
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.send_raw(_encode({"jsonrpc": "2.0", "method": method, "params": params}))

@@ -371,7 +371,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption)
     if not stateless:  # plain JSON answers for plain requests on live sessions
         app.add_middleware(HttpFastPath, hub=hub, max_body=http.max_body_bytes, served=fast_served,
-                           endpoints={
+                           bus=bus, endpoints={
             manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()
             if isinstance(manager, PooledSessionManager)})
     app.add_middleware(DrainGuard, drain=hub.drain)

@@ -18,13 +18,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INTERNAL_ERROR,
     ClientCapabilities,
-    LoggingMessageNotificationParams,
-    ProgressNotificationParams,
 )
-from pydantic import BaseModel
 from starlette.types import Send
 
-from mcp_hub.downstream.call_context import ClientMethod, RelayCallContext, ResultT
+from mcp_hub.downstream.call_context import JsonRpcDownstream, RelayCallContext
 from mcp_hub.downstream.fast_call import encode_message
 from mcp_hub.downstream.fastpath import _Pending
 from mcp_hub.log_levels import client_log_level
@@ -42,11 +39,6 @@ _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no
                 (b"x-accel-buffering", b"no")]
 
 
-def _dump(params: BaseModel) -> dict[str, Any]:
-    dumped: dict[str, Any] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
-
-
 async def send_json(send: Send, sid: str, body: bytes) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": [
         *_JSON_HEADERS, (b"content-length", str(len(body)).encode()),
@@ -59,7 +51,7 @@ async def send_accepted(send: Send) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-class HttpChannel:
+class HttpChannel(JsonRpcDownstream):
     """One fast-path call's way back to the client: a JSON body, or an SSE stream once needed."""
 
     def __init__(self, fast: HttpFastPath, session: FastSession, send: Send) -> None:
@@ -89,19 +81,6 @@ class HttpChannel:
     def log_threshold(self) -> str | None:
         return client_log_level(getattr(self.session.connection, "state", None))
 
-    async def send_progress(self, params: ProgressNotificationParams,
-                            request_id: str | int | None) -> None:
-        await self.notify("notifications/progress", _dump(params))
-
-    async def send_log(self, params: LoggingMessageNotificationParams,
-                       request_id: str | int | None) -> None:
-        await self.notify("notifications/message", _dump(params))
-
-    async def send_request(self, method: ClientMethod, params: BaseModel | None,
-                           result_type: type[ResultT], request_id: str | int | None) -> ResultT:
-        raw = await self.request(method, None if params is None else _dump(params))
-        return result_type.model_validate(raw)
-
     async def _event(self, message: dict[str, Any]) -> None:
         if not self.streaming:
             self.streaming = True
@@ -115,7 +94,7 @@ class HttpChannel:
 
     async def request(self, method: str, params: dict[str, Any] | None) -> Any:
         """Send a server-to-client request on this call's stream; wait (bounded) for its answer."""
-        rid = f"mcp-hub-h{next(self.fast._ids)}"
+        rid = f"{self.fast.id_prefix}{next(self.fast._ids)}"
         key = (self.session.sid, rid)
         pending = self.fast.pending[key] = _Pending()
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}

@@ -35,6 +35,7 @@ import itertools
 import json
 import logging
 import math
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.access import Caller
 from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.disconnects import watch_disconnect
 from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.fastpath import _Pending
 from mcp_hub.downstream.http_fast_channel import HttpChannel, send_accepted, send_json
@@ -165,7 +167,7 @@ class HttpFastPath:
 
     def __init__(self, app: ASGIApp, *, hub: Any,
                  endpoints: dict[str, tuple[StreamableHTTPSessionManager, Caller]],
-                 max_body: int, served: dict[str, int] | None = None) -> None:
+                 max_body: int, served: dict[str, int] | None = None, bus: Any = None) -> None:
         self.app = app
         self.hub = hub
         self.endpoints = endpoints
@@ -174,6 +176,11 @@ class HttpFastPath:
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
         self.pending: dict[tuple[str, str], _Pending] = {}
         self._ids = itertools.count(1)
+        #: Ids of the hub's requests to clients, unique across replicas: an answer that
+        #: reached another replica comes back over the bus and must find only its call.
+        self.id_prefix = f"mcp-hub-h{os.urandom(4).hex()}-"
+        if bus is not None:
+            bus.local_takers.append(self.take)
         #: Requests answered here, by method (for status and tests).
         self.served: dict[str, int] = served if served is not None else {}
 
@@ -233,24 +240,42 @@ class HttpFastPath:
 
     async def _answer(self, session: FastSession, rid: Any, raw: dict[str, Any], send: Send) -> bool:
         """A client's answer to a request the fast path sent: 202, and the call goes on."""
-        pending = self.pending.pop((session.sid, str(rid)), None) if isinstance(rid, str) else None
+        if not self._resolve(session.sid, rid, raw):
+            return False
+        await send_accepted(send)
+        return True
+
+    async def _cancel(self, session: FastSession, params: Any, send: Send) -> bool:
+        if not self._cancel_call(session.sid, params):
+            return False
+        await send_accepted(send)
+        return True
+
+    def _resolve(self, sid: str, rid: Any, raw: dict[str, Any]) -> bool:
+        pending = self.pending.pop((sid, rid), None) if isinstance(rid, str) else None
         if pending is None:
             return False
         pending.result = raw.get("result")
         error = raw.get("error")
         pending.error = error if isinstance(error, dict) else None
         pending.done.set()
-        await send_accepted(send)
         return True
 
-    async def _cancel(self, session: FastSession, params: Any, send: Send) -> bool:
+    def _cancel_call(self, sid: str, params: Any) -> bool:
         target = params.get("requestId") if isinstance(params, dict) else None
-        scope = self.calls.get((session.sid, str(target))) if is_request_id(target) else None
+        scope = self.calls.get((sid, str(target))) if is_request_id(target) else None
         if scope is None:
             return False
         scope.cancel()
-        await send_accepted(send)
         return True
+
+    def take(self, sid: str, raw: dict[str, Any]) -> bool:
+        """A client message another replica received for session ``sid`` (over the replica
+        bus): True when it answers a request of a call running here, or cancels one."""
+        method = raw.get("method")
+        if method is None:
+            return self._resolve(sid, raw.get("id"), raw)
+        return method == "notifications/cancelled" and self._cancel_call(sid, raw.get("params"))
 
     async def _call(self, session: FastSession, endpoint: tuple[StreamableHTTPSessionManager, Caller],
                     rid: Any, params: Any, receive: Receive, send: Send,
@@ -267,11 +292,6 @@ class HttpFastPath:
         if key in self.calls:
             return False
         manager, caller = endpoint
-        if getattr(manager, "sealing", False):
-            # Replicas share the session: a sampling or elicitation answer may reach
-            # another replica, and only the SDK path's session is reachable through
-            # the replica bus. Lists and ping stay on the fast path.
-            return False
         touch = getattr(manager, "pool", None)
         if touch is not None:
             touch.touch(session.sid)
@@ -279,32 +299,20 @@ class HttpFastPath:
         cancel = self.calls[key] = anyio.CancelScope()
         message: dict[str, Any] | None = None
         try:
-            with _holding(session.transport):
-                with self.hub.open_calls.track(session.sid, rid) as tracked:
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(_watch_disconnect, receive, cancel)
-                        with cancel:
-                            call = channel.context(rid, name, meta, Headers(raw=headers))
-                            message = await call_message(self.hub, caller, session.version, rid,
-                                                         name, arguments, call)
-                        tg.cancel_scope.cancel()
-                if tracked.cancel_called and message is None:
-                    message = {"jsonrpc": "2.0", "id": rid, "error": {
-                        "code": CONNECTION_CLOSED, "message": "the session ended; the call was cancelled"}}
+            with _holding(session.transport), \
+                    self.hub.open_calls.track(session.sid, rid) as tracked, \
+                    watch_disconnect(receive, cancel), cancel:
+                call = channel.context(rid, name, meta, Headers(raw=headers))
+                message = await call_message(self.hub, caller, session.version, rid, name,
+                                             arguments, call)
+            if tracked.cancel_called and message is None:
+                message = {"jsonrpc": "2.0", "id": rid, "error": {
+                    "code": CONNECTION_CLOSED, "message": "the session ended; the call was cancelled"}}
         finally:
             self.calls.pop(key, None)
         self.served["tools/call"] = self.served.get("tools/call", 0) + 1
         await channel.finish(message)
         return True
-
-
-async def _watch_disconnect(receive: Receive, cancel: anyio.CancelScope) -> None:
-    """Cancel the call when the client closes the connection (nobody is left to answer)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            cancel.cancel()
-            return
 
 
 def _parse(body: bytes) -> dict[str, Any] | None:

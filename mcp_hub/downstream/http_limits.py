@@ -35,6 +35,8 @@ from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from mcp_hub.downstream.http_writes import CoalescingTransport
+
 __all__ = ["SCOPE_KEY", "ConnectionLimits", "admit_connection", "limited_protocol"]
 
 logger = logging.getLogger(__name__)
@@ -106,7 +108,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     # -- connection ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # One write per loop turn: a JSON answer's headers and body in one segment.
+        super().connection_made(cast(asyncio.Transport, CoalescingTransport(transport, self.loop)))
         limits = self.limits
         self._ip = self.client[0] if self.client else None
         if self._ip is not None:

@@ -7,8 +7,9 @@ replicas, but some must reach the replica holding a particular stream:
   roots) made within a call, and a **cancel** of a call, must reach the
   replica running that call: :class:`BusTap` publishes every POST that carries
   a response or ``notifications/cancelled``, and each replica that has the
-  session hands it to its copy (a replica that did not send the request, or
-  does not run the call, drops it as the SDK drops any unknown id);
+  session hands it to its copy, or to the HTTP fast-path call it runs
+  (:attr:`ReplicaBus.local_takers`); a replica that did not send the request,
+  or does not run the call, drops it as the SDK drops any unknown id;
 * a **notification** for the session's GET stream (list_changed, resource
   updates, log messages) produced on a replica that does not hold that stream
   is published too, and the replica holding it writes it there. A
@@ -58,6 +59,10 @@ class ReplicaBus:
         self.counts = {"published": 0, "delivered": 0, "failed": 0}
         #: Called with (session id, stream id) when another replica replayed a dropped stream.
         self.on_resumed: Callable[[str, str], None] | None = None
+        #: Tried first with (session id, message) for each client message from another
+        #: replica; True when it took the message (the HTTP fast path's own calls: an
+        #: answer to a request it sent, a cancel of a call it runs).
+        self.local_takers: list[Callable[[str, dict[str, Any]], bool]] = []
         state.on_message(self._received)
 
     def _transport(self, session_id: str) -> StreamableHTTPServerTransport | None:
@@ -106,6 +111,10 @@ class ReplicaBus:
             session_id, kind, raw = str(envelope["s"]), envelope["k"], envelope["m"]
         except (ValueError, KeyError, TypeError, AttributeError):
             return
+        if kind == "in" and self.local_takers:
+            raw = self._take_locally(session_id, raw)
+            if not raw:
+                return
         transport = self._transport(session_id)
         if transport is None:
             return
@@ -125,6 +134,16 @@ class ReplicaBus:
                 await self._deliver_in(transport, message)
             elif kind == "out":
                 await self._deliver_out(session_id, transport, message)
+
+    def _take_locally(self, session_id: str, raw: Any) -> list[Any]:
+        """Hand client messages to :attr:`local_takers`; what none of them took."""
+        left = []
+        for item in raw if isinstance(raw, list) else [raw]:
+            if isinstance(item, dict) and any(take(session_id, item) for take in self.local_takers):
+                self.counts["delivered"] += 1
+            else:
+                left.append(item)
+        return left
 
     async def _deliver_in(self, transport: StreamableHTTPServerTransport,
                           message: JSONRPCMessage) -> None:

@@ -304,7 +304,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         sid = transport.mcp_session_id
         assert sid is not None and self._replicas is not None
         async with transport.connect() as (read_stream, write_stream):
-            task_status.started()
+            started = False
             try:
                 idle_scope = transport.idle_scope or anyio.CancelScope()
                 with idle_scope:
@@ -314,13 +314,19 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                     connection.client_params, connection.protocol_version = (
                         ServerRunner._negotiate_initialize(params))
                     connection.initialized.set()
+                    # The session's level and subscriptions are back before its first
+                    # request is served (an update right after it must not be missed).
                     await self._replicas.restore(connection, sid, self._endpoint)
+                    task_status.started()
+                    started = True
                     await serve_connection(self.app, dispatcher, connection=connection,
                                            lifespan_state=self._lifespan_state)
             except Exception:
                 logger.exception("rebuilt session %s… crashed", sid[:12])
             finally:
                 await self._discard_session(sid, transport)
+                if not started:
+                    task_status.started()
 
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
                                ) -> None:
