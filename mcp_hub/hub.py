@@ -51,6 +51,7 @@ from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
 from mcp_hub.telemetry import start_telemetry, stop_telemetry
+from mcp_hub.tool_models import ToolModels
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
@@ -62,9 +63,6 @@ logger = logging.getLogger(__name__)
 
 #: What tool_search searches: (definitions, name -> server, availability key).
 Catalog = tuple[list[dict[str, Any]], dict[str, str], Hashable]
-
-_TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations",
-                "_meta", "icons", "execution")
 
 
 def _server_of_toolset(toolset: str) -> str:
@@ -127,6 +125,7 @@ class Hub(ServingMixin):
         self._stack: AsyncExitStack | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
+        self._tool_models = ToolModels()  # one Tool model per unchanged definition
         self._bridge_active: dict[Caller, bool] = {}
         self._catalog_cache: dict[Caller, tuple[Hashable, Catalog]] = {}
         #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
@@ -391,6 +390,15 @@ class Hub(ServingMixin):
         cached = self._tools_cache.get(key)
         if cached is not None:
             return cached
+        tools = [self._tool_models.model(d) for d in self.tool_definitions(caller)]
+        self._tools_cache[key] = tools
+        while len(self._tools_cache) > 16:
+            self._tools_cache.popitem(last=False)
+        return tools
+
+    def tool_definitions(self, profile: Caller | str | None = None) -> list[dict[str, Any]]:
+        """The definitions ``tools/list`` shows this caller (the ``tool_search`` plan applied)."""
+        caller = as_caller(profile)
         defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
         plan = plan_exposure(defs, origins, servers, self.config.tool_search)
@@ -400,12 +408,7 @@ class Hub(ServingMixin):
             logger.info("tool_search %s for %s (%d deferrable tokens, threshold %d)",
                         "activated" if plan.active else "deactivated", caller.label,
                         plan.deferrable_tokens, plan.threshold_tokens)
-        tools = [types.Tool.model_validate({k: d[k] for k in _TOOL_FIELDS if k in d})
-                 for d in plan.visible]
-        self._tools_cache[key] = tools
-        while len(self._tools_cache) > 16:
-            self._tools_cache.popitem(last=False)
-        return tools
+        return plan.visible
 
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
         defs = self._definitions(as_caller(profile))
