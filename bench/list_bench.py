@@ -13,8 +13,10 @@ over HTTP, JSON lines over stdio). Measured, side by side in one run:
 * ``tools/list`` latency over HTTP from prepared bytes (the fast path) and through
   the SDK path (the same request with a leading space, which the fast path leaves
   to the SDK), and over stdio; answer size per tool;
-* another session's ``echo`` call p99 while one client lists in a loop, against
-  its quiet p99 (for the fast path and for the SDK path);
+* another client's ``echo`` call p99 while one client lists in a loop, against
+  its quiet p99 (for the fast path and for the SDK path); that client is
+  ``bench/list_caller.py`` in a process of its own, so the listers' reading of
+  megabytes of answers does not delay its calls on the client side;
 * 20 sessions re-listing at once right after an upstream change (``add_tool`` on
   the echo server): all answered with the new tool, and the calls meanwhile.
 
@@ -77,17 +79,58 @@ async def lister_loop(session: RawSession, until: float, lead: bytes, counter: l
         counter[0] += 1
 
 
-async def calls_while(caller: RawSession, tool: str, seconds: float, sample: Sample,
+class CallerProc:
+    """The other client: ``bench/list_caller.py`` in a process of its own."""
+
+    def __init__(self, port: int, tool: str) -> None:
+        self.args = [str(ROOT / "bench" / "list_caller.py"), str(port), tool]
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> CallerProc:
+        self.proc = await asyncio.create_subprocess_exec(
+            PY, *self.args, cwd=ROOT, env=base_env(), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, limit=64 << 20)
+        await self._line()  # "ready"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(b"exit\n")
+        try:
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except TimeoutError:
+            self.proc.kill()
+
+    async def _line(self) -> bytes:
+        assert self.proc is not None and self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
+        if not line:
+            raise RuntimeError("the caller process exited")
+        return line
+
+    async def start(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(b"start\n")
+        await self.proc.stdin.drain()
+
+    async def stop(self, sample: Sample) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(b"stop\n")
+        sample.latencies.extend(json.loads(await self._line()))
+
+
+async def calls_while(caller: CallerProc, seconds: float, sample: Sample,
                       lister: RawSession | None = None, lead: bytes = b"") -> int:
-    await caller.reconnect()
+    counter = [0]
     if lister is not None:
         await lister.reconnect()
+    await caller.start()
     until = time.perf_counter() + seconds
-    counter = [0]
-    jobs = [caller.loop(0, "tools/call", {"name": tool, "arguments": {"text": "x"}}, until, sample)]
     if lister is not None:
-        jobs.append(lister_loop(lister, until, lead, counter))
-    await asyncio.gather(*jobs)
+        await lister_loop(lister, until, lead, counter)
+    else:
+        await asyncio.sleep(seconds)
+    await caller.stop(sample)
     return counter[0]
 
 
@@ -147,27 +190,24 @@ async def wait_for(reader: asyncio.StreamReader, marker: bytes, within: float = 
             seen = seen[-len(marker):] + chunk
 
 
-async def burst(sessions: list[RawSession], changer: RawSession, caller: RawSession, tool: str,
-                name: str, sample: Sample, stream: asyncio.StreamReader) -> tuple[int, bool]:
-    for s in (*sessions, changer, caller):
+async def burst(sessions: list[RawSession], changer: RawSession, caller: CallerProc,
+                name: str, sample: Sample, stream: asyncio.StreamReader,
+                spent: list[float]) -> tuple[int, bool]:
+    """One change, then 20 re-lists at once; ``spent`` gains (wall s, hub CPU s) of the lists."""
+    for s in (*sessions, changer):
         await s.reconnect()
     await changer.request(0, "tools/call", {"name": "echo_add_tool", "arguments": {"name": name}})
     await wait_for(stream, b"notifications/tools/list_changed")
-    done = asyncio.Event()
 
     async def one(s: RawSession) -> bytes:
         return await s.request(0, "tools/list")
 
-    async def calls() -> None:
-        while not done.is_set():
-            started = time.perf_counter()
-            await caller.request(0, "tools/call", {"name": tool, "arguments": {"text": "x"}})
-            sample.latencies.append(time.perf_counter() - started)
-
-    task = asyncio.create_task(calls())
+    await caller.start()
+    cpu, started = cpu_seconds(PIDS[changer.conns[0].port], children=False), time.perf_counter()
     answers = await asyncio.gather(*(one(s) for s in sessions), return_exceptions=True)
-    done.set()
-    await task
+    spent[0] += time.perf_counter() - started
+    spent[1] += cpu_seconds(PIDS[changer.conns[0].port], children=False) - cpu
+    await caller.stop(sample)
     ok = [a for a in answers if isinstance(a, bytes)]
     return len(ok), all(f"echo_{name}".encode() in a for a in ok)
 
@@ -200,8 +240,8 @@ async def run(args: argparse.Namespace) -> list[str]:
     n = max(10, int(100 * args.scale))
     async with _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
                         tmp / "hub.log", ready=lambda: _ready(port)):
-        lister, caller, changer = (RawSession("127.0.0.1", port) for _ in range(3))
-        for s in (lister, caller, changer):
+        lister, changer = (RawSession("127.0.0.1", port) for _ in range(2))
+        for s in (lister, changer):
             await s.open()
         await timed_lists(lister, 3, Sample())
         await timed_lists(lister, 3, Sample(), lead=b" ")
@@ -209,22 +249,24 @@ async def run(args: argparse.Namespace) -> list[str]:
         out.append(sized)
         seconds = 4 * args.scale
         quiet, busy_fast, quiet2, busy_sdk = Sample(), Sample(), Sample(), Sample()
-        await calls_while(caller, "echo_echo", seconds, quiet)
-        lists_fast = await calls_while(caller, "echo_echo", seconds, busy_fast, lister)
-        await calls_while(caller, "echo_echo", seconds, quiet2)
-        lists_sdk = await calls_while(caller, "echo_echo", seconds, busy_sdk, lister, b" ")
         bursts, calm = Sample(), Sample()
-        sessions = [RawSession("127.0.0.1", port) for _ in range(20)]
-        for s in sessions:
-            await s.open()
-        answered, fresh = 0, True
-        stream, stream_writer = await listen(changer, port)
-        for i in range(args.bursts):
-            await calls_while(caller, "echo_echo", seconds / 4, calm)
-            got, new = await burst(sessions, changer, caller, "echo_echo", f"added_{i}", bursts, stream)
-            answered += got
-            fresh = fresh and new
-        stream_writer.close()
+        async with CallerProc(port, "echo_echo") as caller:
+            await calls_while(caller, seconds, quiet)
+            lists_fast = await calls_while(caller, seconds, busy_fast, lister)
+            await calls_while(caller, seconds, quiet2)
+            lists_sdk = await calls_while(caller, seconds, busy_sdk, lister, b" ")
+            sessions = [RawSession("127.0.0.1", port) for _ in range(20)]
+            for s in sessions:
+                await s.open()
+            answered, fresh, spent = 0, True, [0.0, 0.0]
+            stream, stream_writer = await listen(changer, port)
+            for i in range(args.bursts):
+                await calls_while(caller, seconds / 4, calm)
+                got, new = await burst(sessions, changer, caller, f"added_{i}", bursts, stream,
+                                        spent)
+                answered += got
+                fresh = fresh and new
+            stream_writer.close()
     stdio = Sample()
     await stdio_lists(tmp, config, n, stdio)
     rows.append(["stdio, prepared bytes (fast path)", fmt_ms(ms(stdio, 50)), fmt_ms(ms(stdio, 99)), "—"])
@@ -244,7 +286,9 @@ async def run(args: argparse.Namespace) -> list[str]:
     ]
     out.append(markdown_table(["another session's echo calls", "p50 ms", "p99 ms", "p99 vs quiet",
                                "lists answered"], calls_rows))
-    out.append(f"bursts: {answered}/{20 * args.bursts} lists answered, every one with the new tool: {fresh}")
+    out.append(f"bursts: {answered}/{20 * args.bursts} lists answered, every one with the new tool: {fresh}; "
+               f"a burst's 20 lists took {spent[0] / args.bursts * 1e3:.0f} ms of wall time and "
+               f"{spent[1] / args.bursts * 1e3:.0f} ms of hub CPU (mean of {args.bursts})")
     return out
 
 
