@@ -126,6 +126,7 @@ class Hub(ServingMixin):
         self._tg: anyio.abc.TaskGroup | None = None
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
         self._tool_models = ToolModels()  # one Tool model per unchanged definition
+        self._origins: tuple[int, dict[str, str], dict[str, str]] | None = None
         self._bridge_active: dict[Caller, bool] = {}
         self._catalog_cache: dict[Caller, tuple[Hashable, Catalog]] = {}
         #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
@@ -345,9 +346,13 @@ class Hub(ServingMixin):
         return self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
+        generation = self.registry.generation  # read before the snapshot: never newer than it
+        if self._origins is not None and self._origins[0] == generation:
+            return self._origins[1], self._origins[2]
         snap = self.registry.snapshot()
         origins: dict[str, str] = {name: e.origin for name, e in snap.items()}
         servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
+        self._origins = (generation, origins, servers)
         return origins, servers
 
     def _deferred_catalog(self, caller: Caller) -> Catalog:

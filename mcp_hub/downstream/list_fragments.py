@@ -38,7 +38,7 @@ import mcp_types.methods as _methods
 import pydantic_core
 from mcp import types
 
-from mcp_hub.tool_models import definition_key, tool_model
+from mcp_hub.tool_models import cacheable, definition_key, tool_model
 
 __all__ = ["SLICE_SECONDS", "Fragments", "Slicer"]
 
@@ -110,15 +110,10 @@ class Fragments:
 
     def entry(self, kind: str, version: str, item: Any, dumped_envelope: Mapping[str, Any]) -> bytes:
         """The JSON of one entry (a tool definition dict, or a prompt/resource/template model)."""
-        if kind == "tools":
-            ident = definition_key(item)
-            key: tuple[Any, ...] | None = None if ident is None else (version, ident)
-        else:
-            key = (version, kind, id(item))
-        if key is not None:
-            hit = self._entries.get(key)
-            if hit is not None:
-                return hit[1]
+        key = (version, definition_key(item)) if kind == "tools" else (version, kind, id(item))
+        hit = self._entries.get(key)
+        if hit is not None:
+            return hit[1]
         model = tool_model(item) if kind == "tools" else item
         dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
         field = _FIELD[kind]
@@ -126,7 +121,7 @@ class Fragments:
                                                   {**dumped_envelope, field: [dumped]})
         data = pydantic_core.to_json(shaped[field][0])
         self.serialised += 1
-        if key is not None:
+        if kind != "tools" or cacheable(item):
             self._entries[key] = (item, data)  # the item is kept: its identity is in the key
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
