@@ -7,8 +7,8 @@ state, answered by the client re-sending the call:
 
 ``sample {prompt}``, ``elicit {message}``, ``roots``, ``two_rounds {tag}``
 (an elicitation round, then a sampling round using its answer),
-``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name}``,
-announced on ``subscriptions/listen`` (``add_tool_quietly {name}`` is not announced).
+``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name, quiet?}``,
+announced on ``subscriptions/listen`` (unless ``quiet`` is true).
 Its ``tools/list`` carries ``ttlMs`` from ``MODERN_LIST_TTL_MS`` (default 0) and
 ``cacheScope`` from ``MODERN_LIST_SCOPE`` (default private). Runs on stdio, or on Streamable HTTP with
 ``--port N``, where ``headers`` returns the ``Mcp-Method``/``Mcp-Name`` headers of
@@ -133,10 +133,8 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         return _text(json.dumps(HEADERS))
     if name == "add_tool":
         TOOLS.append(_tool(str(args["name"])))
-        await BUS.publish(ToolsListChanged())
-        return _text("added")
-    if name == "add_tool_quietly":  # no list_changed: only a re-list after ttlMs finds it
-        TOOLS.append(_tool(str(args["name"])))
+        if not args.get("quiet"):  # quiet: only a re-list (after ttlMs) finds the new tool
+            await BUS.publish(ToolsListChanged())
         return _text("added")
     raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
 
