@@ -86,7 +86,9 @@ class Fragments:
 
     def __init__(self, size: int = 50_000) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[Any, ...], tuple[Any, bytes]] = OrderedDict()
+        # One store per kind, so a large resource list rebuilt at each change never evicts tools.
+        self._entries: dict[str, OrderedDict[tuple[Any, ...], tuple[Any, bytes]]] = {
+            kind: OrderedDict() for kind in _FIELD}
         self._envelopes: dict[tuple[Any, ...], tuple[dict[str, Any], bytes, bytes]] = {}
         #: Entries serialised so far (a cache miss each); tests read it.
         self.serialised = 0
@@ -111,7 +113,8 @@ class Fragments:
     def entry(self, kind: str, version: str, item: Any, dumped_envelope: Mapping[str, Any]) -> bytes:
         """The JSON of one entry (a tool definition dict, or a prompt/resource/template model)."""
         key = (version, definition_key(item)) if kind == "tools" else (version, kind, id(item))
-        hit = self._entries.get(key)
+        store = self._entries[kind]
+        hit = store.get(key)
         if hit is not None:
             return hit[1]
         model = tool_model(item) if kind == "tools" else item
@@ -122,9 +125,9 @@ class Fragments:
         data = pydantic_core.to_json(shaped[field][0])
         self.serialised += 1
         if kind != "tools" or cacheable(item):
-            self._entries[key] = (item, data)  # the item is kept: its identity is in the key
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            store[key] = (item, data)  # the item is kept: its identity is in the key
+            while len(store) > self.size:
+                store.popitem(last=False)
         return data
 
     async def page(self, kind: str, version: str, items: Sequence[Any], cursor: str | None,
