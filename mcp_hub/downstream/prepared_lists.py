@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 import mcp_types.methods as _methods
 import pydantic_core
 from mcp import types
@@ -62,6 +63,8 @@ LIST_METHODS: dict[str, ListKind] = {
 }
 _METHOD_OF: dict[ListKind, str] = {kind: method for method, kind in LIST_METHODS.items()}
 _MAX_ENTRIES = 64
+#: Answers from this size on take turns with each other (:meth:`PreparedLists._paced`).
+PACE_BYTES = 256 * 1024
 
 
 @dataclass
@@ -90,6 +93,7 @@ class PreparedLists:
         #: Loop slices those preparations took (each holds the loop ~``SLICE_SECONDS`` at most).
         self.slices = 0
         self.fragments = Fragments()
+        self._pace = anyio.Lock()
 
     def hint(self, kind: ListKind, caller: Caller) -> ListHintValue:
         """The ``ttlMs``/``cacheScope`` of this list now (changes make the prepared bytes stale)."""
@@ -120,12 +124,26 @@ class PreparedLists:
             generation = self.generation(kind)
             entry = self._entries.get(key)
             if entry is not None and self._fresh(entry, kind, caller, generation):
-                return self._page(entry, cursor)
+                return await self._paced(self._page(entry, cursor))
             building = self._building.get(key)
             if building is not None:
                 await building.wait()
                 continue
             await self._prepare(key, kind, caller, version, generation)
+
+    async def _paced(self, page: bytes) -> bytes:
+        """Large answers leave one per turn of the event loop.
+
+        After a preparation, every client of a burst (20 re-lists of 1.7 MB) would
+        otherwise be answered, and its bytes written, in the same turn of the loop;
+        taking turns lets the calls that arrive meanwhile be read and answered
+        between two of those writes.
+        """
+        if len(page) < PACE_BYTES:
+            return page
+        async with self._pace:
+            await anyio.lowlevel.checkpoint()
+        return page
 
     def cached(self, kind: ListKind, caller: Caller, version: str) -> bool:
         """Whether the next list of this key is answered without a preparation."""
