@@ -13,8 +13,10 @@ over HTTP, JSON lines over stdio). Measured, side by side in one run:
 * ``tools/list`` latency over HTTP from prepared bytes (the fast path) and through
   the SDK path (the same request with a leading space, which the fast path leaves
   to the SDK), and over stdio; answer size per tool;
-* another session's ``echo`` call p99 while one client lists in a loop, against
-  its quiet p99 (for the fast path and for the SDK path);
+* another client's ``echo`` call p99 while one client lists in a loop, against
+  its quiet p99 (for the fast path and for the SDK path); that client is
+  ``bench/list_caller.py`` in a process of its own, so the listers' reading of
+  megabytes of answers does not delay its calls on the client side;
 * 20 sessions re-listing at once right after an upstream change (``add_tool`` on
   the echo server): all answered with the new tool, and the calls meanwhile.
 
@@ -31,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -39,6 +42,9 @@ from bench.http_fast_bench import PIDS, _process, _ready, cpu_seconds
 from bench.raw_http import RawSession, Sample
 
 TOOLS = 1000
+#: (label, unix start, unix end) of each timed phase, to read the hub's loop lag by phase.
+PHASES: list[tuple[str, float, float]] = []
+LAGPROBE = ROOT / "bench" / "lagprobe"
 
 
 def write_config(tmp: Path) -> Path:
@@ -77,17 +83,60 @@ async def lister_loop(session: RawSession, until: float, lead: bytes, counter: l
         counter[0] += 1
 
 
-async def calls_while(caller: RawSession, tool: str, seconds: float, sample: Sample,
-                      lister: RawSession | None = None, lead: bytes = b"") -> int:
-    await caller.reconnect()
+class CallerProc:
+    """The other client: ``bench/list_caller.py`` in a process of its own."""
+
+    def __init__(self, port: int, tool: str) -> None:
+        self.args = [str(ROOT / "bench" / "list_caller.py"), str(port), tool]
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> CallerProc:
+        self.proc = await asyncio.create_subprocess_exec(
+            PY, *self.args, cwd=ROOT, env=base_env(), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, limit=64 << 20)
+        await self._line()  # "ready"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(b"exit\n")
+        try:
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except TimeoutError:
+            self.proc.kill()
+
+    async def _line(self) -> bytes:
+        assert self.proc is not None and self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
+        if not line:
+            raise RuntimeError("the caller process exited")
+        return line
+
+    async def start(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(b"start\n")
+        await self.proc.stdin.drain()
+
+    async def stop(self, sample: Sample) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(b"stop\n")
+        sample.latencies.extend(json.loads(await self._line()))
+
+
+async def calls_while(caller: CallerProc, seconds: float, sample: Sample,
+                      lister: RawSession | None = None, lead: bytes = b"", label: str = "") -> int:
+    counter = [0]
     if lister is not None:
         await lister.reconnect()
+    began = time.time()
+    await caller.start()
     until = time.perf_counter() + seconds
-    counter = [0]
-    jobs = [caller.loop(0, "tools/call", {"name": tool, "arguments": {"text": "x"}}, until, sample)]
     if lister is not None:
-        jobs.append(lister_loop(lister, until, lead, counter))
-    await asyncio.gather(*jobs)
+        await lister_loop(lister, until, lead, counter)
+    else:
+        await asyncio.sleep(seconds)
+    await caller.stop(sample)
+    PHASES.append((label, began, time.time()))
     return counter[0]
 
 
@@ -147,27 +196,26 @@ async def wait_for(reader: asyncio.StreamReader, marker: bytes, within: float = 
             seen = seen[-len(marker):] + chunk
 
 
-async def burst(sessions: list[RawSession], changer: RawSession, caller: RawSession, tool: str,
-                name: str, sample: Sample, stream: asyncio.StreamReader) -> tuple[int, bool]:
-    for s in (*sessions, changer, caller):
+async def burst(sessions: list[RawSession], changer: RawSession, caller: CallerProc,
+                name: str, sample: Sample, stream: asyncio.StreamReader,
+                spent: list[float]) -> tuple[int, bool]:
+    """One change, then 20 re-lists at once; ``spent`` gains (wall s, hub CPU s) of the lists."""
+    for s in (*sessions, changer):
         await s.reconnect()
     await changer.request(0, "tools/call", {"name": "echo_add_tool", "arguments": {"name": name}})
     await wait_for(stream, b"notifications/tools/list_changed")
-    done = asyncio.Event()
 
     async def one(s: RawSession) -> bytes:
         return await s.request(0, "tools/list")
 
-    async def calls() -> None:
-        while not done.is_set():
-            started = time.perf_counter()
-            await caller.request(0, "tools/call", {"name": tool, "arguments": {"text": "x"}})
-            sample.latencies.append(time.perf_counter() - started)
-
-    task = asyncio.create_task(calls())
+    began = time.time()
+    await caller.start()
+    cpu, started = cpu_seconds(PIDS[changer.conns[0].port], children=False), time.perf_counter()
     answers = await asyncio.gather(*(one(s) for s in sessions), return_exceptions=True)
-    done.set()
-    await task
+    spent[0] += time.perf_counter() - started
+    spent[1] += cpu_seconds(PIDS[changer.conns[0].port], children=False) - cpu
+    await caller.stop(sample)
+    PHASES.append(("bursts", began, time.time()))
     ok = [a for a in answers if isinstance(a, bytes)]
     return len(ok), all(f"echo_{name}".encode() in a for a in ok)
 
@@ -191,6 +239,66 @@ async def list_latencies(lister: RawSession, pid: int, n: int) -> tuple[list[lis
     return rows, f"tools listed: {len(listed)}; answer {size} bytes, {size / len(listed):.0f} B per tool"
 
 
+async def http_phases(args: argparse.Namespace, port: int, n: int, out: list[str]) -> dict[str, Any]:
+    """Every HTTP measurement against the running hub; the samples by name."""
+    lister, changer = (RawSession("127.0.0.1", port) for _ in range(2))
+    for s in (lister, changer):
+        await s.open()
+    await timed_lists(lister, 3, Sample())
+    await timed_lists(lister, 3, Sample(), lead=b" ")
+    r: dict[str, Any] = {}
+    r["rows"], sized = await list_latencies(lister, PIDS[port], n)
+    out.append(sized)
+    seconds = 4 * args.scale
+    for name in ("quiet", "busy_fast", "quiet2", "busy_sdk", "bursts", "calm"):
+        r[name] = Sample()
+    async with CallerProc(port, "echo_echo") as caller:
+        await calls_while(caller, seconds, r["quiet"], label="quiet")
+        r["lists_fast"] = await calls_while(caller, seconds, r["busy_fast"], lister,
+                                            label="a client lists in a loop (fast path)")
+        await calls_while(caller, seconds, r["quiet2"], label="quiet")
+        r["lists_sdk"] = await calls_while(caller, seconds, r["busy_sdk"], lister, b" ",
+                                           label="a client lists in a loop (SDK path)")
+        sessions = [RawSession("127.0.0.1", port) for _ in range(20)]
+        for s in sessions:
+            await s.open()
+        r["answered"], r["fresh"], r["spent"] = 0, True, [0.0, 0.0]
+        stream, stream_writer = await listen(changer, port)
+        for i in range(args.bursts):
+            await calls_while(caller, seconds / 4, r["calm"], label="between bursts")
+            got, new = await burst(sessions, changer, caller, f"added_{i}", r["bursts"], stream,
+                                   r["spent"])
+            r["answered"] += got
+            r["fresh"] = r["fresh"] and new
+        stream_writer.close()
+    return r
+
+
+def _restore(saved: dict[str, str | None]) -> None:
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def lag_table(lag_file: Path, pid: int) -> str:
+    """The hub's event-loop lag (the 2 ms probe of bench/lagprobe) per phase."""
+    path = lag_file.with_name(f"{lag_file.name}.{pid}")
+    if not path.exists():
+        return "hub event-loop lag: no probe data (uvloop missing?)"
+    points = [tuple(map(float, line.split())) for line in path.read_text().splitlines() if line.strip()]
+    rows = []
+    for label in dict.fromkeys(label for label, _, _ in PHASES):
+        lags = sorted(lag for at, lag in points
+                      if any(lab == label and t0 <= at <= t1 for lab, t0, t1 in PHASES))
+        if lags:
+            rows.append([label, fmt_ms(percentile(lags, 50)), fmt_ms(percentile(lags, 99)),
+                         fmt_ms(lags[-1]), str(len(lags))])
+    return markdown_table(["hub event-loop lag (2 ms timer)", "p50 ms", "p99 ms", "max ms", "samples"],
+                          rows)
+
+
 async def run(args: argparse.Namespace) -> list[str]:
     tmp = Path(tempfile.mkdtemp(prefix="list-bench-"))
     config = write_config(tmp)
@@ -198,54 +306,49 @@ async def run(args: argparse.Namespace) -> list[str]:
     from bench.common import free_port
     port = free_port()
     n = max(10, int(100 * args.scale))
-    async with _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
-                        tmp / "hub.log", ready=lambda: _ready(port)):
-        lister, caller, changer = (RawSession("127.0.0.1", port) for _ in range(3))
-        for s in (lister, caller, changer):
-            await s.open()
-        await timed_lists(lister, 3, Sample())
-        await timed_lists(lister, 3, Sample(), lead=b" ")
-        rows, sized = await list_latencies(lister, PIDS[port], n)
-        out.append(sized)
-        seconds = 4 * args.scale
-        quiet, busy_fast, quiet2, busy_sdk = Sample(), Sample(), Sample(), Sample()
-        await calls_while(caller, "echo_echo", seconds, quiet)
-        lists_fast = await calls_while(caller, "echo_echo", seconds, busy_fast, lister)
-        await calls_while(caller, "echo_echo", seconds, quiet2)
-        lists_sdk = await calls_while(caller, "echo_echo", seconds, busy_sdk, lister, b" ")
-        bursts, calm = Sample(), Sample()
-        sessions = [RawSession("127.0.0.1", port) for _ in range(20)]
-        for s in sessions:
-            await s.open()
-        answered, fresh = 0, True
-        stream, stream_writer = await listen(changer, port)
-        for i in range(args.bursts):
-            await calls_while(caller, "echo_echo", seconds / 4, calm)
-            got, new = await burst(sessions, changer, caller, "echo_echo", f"added_{i}", bursts, stream)
-            answered += got
-            fresh = fresh and new
-        stream_writer.close()
+    lag_file = tmp / "loop-lag"
+    saved = {k: os.environ.get(k) for k in ("MCP_HUB_BENCH_LAG_FILE", "PYTHONPATH")}
+    os.environ["MCP_HUB_BENCH_LAG_FILE"] = str(lag_file)
+    os.environ["PYTHONPATH"] = str(LAGPROBE) + os.pathsep + (saved["PYTHONPATH"] or "")
+    try:
+        async with _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
+                            tmp / "hub.log", ready=lambda: _ready(port)):
+            _restore(saved)  # the hub has started: nothing else gets the probe
+            hub_pid = PIDS[port]
+            r = await http_phases(args, port, n, out)
+    finally:
+        _restore(saved)
     stdio = Sample()
     await stdio_lists(tmp, config, n, stdio)
+    rows = r["rows"]
     rows.append(["stdio, prepared bytes (fast path)", fmt_ms(ms(stdio, 50)), fmt_ms(ms(stdio, 99)), "—"])
     out.append(markdown_table(["tools/list of 1,000 real tools", "p50 ms", "p99 ms",
                                "hub CPU ms per list"], rows))
-    q = [quiet, quiet2]
+    out.append(calls_table(args, r))
+    spent = r["spent"]
+    out.append(f"bursts: {r['answered']}/{20 * args.bursts} lists answered, every one with the new tool: "
+               f"{r['fresh']}; a burst's 20 lists took {spent[0] / args.bursts * 1e3:.0f} ms of wall time and "
+               f"{spent[1] / args.bursts * 1e3:.0f} ms of hub CPU (mean of {args.bursts})")
+    out.append(lag_table(lag_file, hub_pid))
+    return out
+
+
+def calls_table(args: argparse.Namespace, r: dict[str, Any]) -> str:
+    quiet, quiet2, calm, bursts = r["quiet"], r["quiet2"], r["calm"], r["bursts"]
+    busy_fast, busy_sdk = r["busy_fast"], r["busy_sdk"]
     calls_rows = [
         ["quiet", fmt_ms(ms(quiet, 50)), fmt_ms(ms(quiet, 99)), "1.00×", "—"],
         ["a client lists in a loop (fast path)", fmt_ms(ms(busy_fast, 50)), fmt_ms(ms(busy_fast, 99)),
-         f"{ms(busy_fast, 99) / ms(q[0], 99):.2f}×", str(lists_fast)],
+         f"{ms(busy_fast, 99) / ms(quiet, 99):.2f}×", str(r["lists_fast"])],
         ["quiet again", fmt_ms(ms(quiet2, 50)), fmt_ms(ms(quiet2, 99)), "—", "—"],
         ["a client lists in a loop (SDK path)", fmt_ms(ms(busy_sdk, 50)), fmt_ms(ms(busy_sdk, 99)),
-         f"{ms(busy_sdk, 99) / ms(q[1], 99):.2f}×", str(lists_sdk)],
+         f"{ms(busy_sdk, 99) / ms(quiet2, 99):.2f}×", str(r["lists_sdk"])],
         ["calls between bursts", fmt_ms(ms(calm, 50)), fmt_ms(ms(calm, 99)), "1.00×", "—"],
         [f"calls during {args.bursts} bursts of 20 re-lists after a change", fmt_ms(ms(bursts, 50)),
-         fmt_ms(ms(bursts, 99)), f"{ms(bursts, 99) / ms(calm, 99):.2f}×", str(answered)],
+         fmt_ms(ms(bursts, 99)), f"{ms(bursts, 99) / ms(calm, 99):.2f}×", str(r["answered"])],
     ]
-    out.append(markdown_table(["another session's echo calls", "p50 ms", "p99 ms", "p99 vs quiet",
-                               "lists answered"], calls_rows))
-    out.append(f"bursts: {answered}/{20 * args.bursts} lists answered, every one with the new tool: {fresh}")
-    return out
+    return markdown_table(["another client's echo calls (own process)", "p50 ms", "p99 ms",
+                           "p99 vs quiet", "lists answered"], calls_rows)
 
 
 def main(argv: list[str] | None = None) -> int:

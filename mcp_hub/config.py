@@ -146,6 +146,8 @@ class HubSettings(_Model):
     max_result_size_chars: int = Field(default=100_000, ge=1000)
     #: Entries per page of a list answered from prepared bytes (0: one page; docs/lists.md).
     list_page_size: int = Field(default=0, ge=0)
+    #: ``ttlMs`` on the hub's lists for 2026-07-28 clients, at most (0: none; docs/lists.md).
+    list_ttl_ms: int = Field(default=60_000, ge=0, le=86_400_000)
     watch_config: bool = True
     #: Folders put before a stdio child's PATH (``./x`` is relative to this file).
     path: list[str] = Field(default_factory=list)

@@ -75,6 +75,10 @@ class DefinitionCache:
         self._defs_cache: OrderedDict[Hashable, tuple[dict[str, Any], ...]] = OrderedDict()
         # Per generation: the distinct check_fns and required env vars, for cache keys.
         self._gates: tuple[int, tuple[CheckFn, ...], tuple[str, ...]] | None = None
+        # id(entry) -> (entry, its definition): an entry is replaced, never changed, when its
+        # tool changes, so a new generation builds definitions only for the new entries (and
+        # their nested parts keep their identity, which the per-tool caches above key on).
+        self._by_entry: dict[int, tuple[ToolEntry, dict[str, Any]]] = {}
 
     def __len__(self) -> int:
         """How many built definition lists are cached."""
@@ -86,6 +90,7 @@ class DefinitionCache:
             self._check_cache.clear()
         with self._lock:
             self._defs_cache.clear()
+            self._by_entry = {}
 
     def check(self, fn: CheckFn) -> bool:
         """check_fn result with a 30 s TTL; a raising probe is False; 60 s grace on failure."""
@@ -192,8 +197,21 @@ class DefinitionCache:
                     ok = pass_checks[e.check_fn] = self.check(e.check_fn)
                 if not ok:
                     continue
-            out.append(definition_of(e))
+            out.append(self._definition(e))
+        if len(self._by_entry) > 2 * len(entries) + 64:  # forget replaced entries
+            keep = {id(e) for e in entries}
+            self._by_entry = {k: v for k, v in self._by_entry.items() if k in keep}
         return out
+
+    def _definition(self, e: ToolEntry) -> dict[str, Any]:
+        """``definition_of(e)``, built once per entry unless it has dynamic overrides."""
+        if e.dynamic_schema_overrides is not None:
+            return definition_of(e)
+        memo = self._by_entry.get(id(e))
+        if memo is not None and memo[0] is e:
+            return memo[1]
+        d = self._by_entry[id(e)] = (e, definition_of(e))
+        return d[1]
 
 
 def definition_of(e: ToolEntry) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
 from mcp_hub.telemetry import start_telemetry, stop_telemetry
+from mcp_hub.tool_models import ToolModels
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
@@ -63,9 +64,6 @@ logger = logging.getLogger(__name__)
 
 #: What tool_search searches: (definitions, name -> server, availability key).
 Catalog = tuple[list[dict[str, Any]], dict[str, str], Hashable]
-
-_TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations",
-                "_meta", "icons", "execution")
 
 
 def _server_of_toolset(toolset: str) -> str:
@@ -130,6 +128,8 @@ class Hub(ServingMixin):
         self._stack: AsyncExitStack | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
+        self._tool_models = ToolModels()  # one Tool model per unchanged definition
+        self._origins: tuple[int, dict[str, str], dict[str, str]] | None = None
         self._bridge_active: dict[Caller, bool] = {}
         self._catalog_cache: dict[Caller, tuple[Hashable, Catalog]] = {}
         #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
@@ -351,9 +351,13 @@ class Hub(ServingMixin):
         return self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
+        generation = self.registry.generation  # read before the snapshot: never newer than it
+        if self._origins is not None and self._origins[0] == generation:
+            return self._origins[1], self._origins[2]
         snap = self.registry.snapshot()
         origins: dict[str, str] = {name: e.origin for name, e in snap.items()}
         servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
+        self._origins = (generation, origins, servers)
         return origins, servers
 
     def _deferred_catalog(self, caller: Caller) -> Catalog:
@@ -396,6 +400,15 @@ class Hub(ServingMixin):
         cached = self._tools_cache.get(key)
         if cached is not None:
             return cached
+        tools = [self._tool_models.model(d) for d in self.tool_definitions(caller)]
+        self._tools_cache[key] = tools
+        while len(self._tools_cache) > 16:
+            self._tools_cache.popitem(last=False)
+        return tools
+
+    def tool_definitions(self, profile: Caller | str | None = None) -> list[dict[str, Any]]:
+        """The definitions ``tools/list`` shows this caller (the ``tool_search`` plan applied)."""
+        caller = as_caller(profile)
         defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
         plan = plan_exposure(defs, origins, servers, self.config.tool_search)
@@ -405,12 +418,7 @@ class Hub(ServingMixin):
             logger.info("tool_search %s for %s (%d deferrable tokens, threshold %d)",
                         "activated" if plan.active else "deactivated", caller.label,
                         plan.deferrable_tokens, plan.threshold_tokens)
-        tools = [types.Tool.model_validate({k: d[k] for k in _TOOL_FIELDS if k in d})
-                 for d in plan.visible]
-        self._tools_cache[key] = tools
-        while len(self._tools_cache) > 16:
-            self._tools_cache.popitem(last=False)
-        return tools
+        return plan.visible
 
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
         defs = self._definitions(as_caller(profile))

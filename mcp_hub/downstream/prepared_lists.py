@@ -6,7 +6,7 @@ encoding the JSON takes tens of milliseconds for a thousand tools, and on the
 event loop every call in flight waits behind it. Here the ``result`` of each
 list is serialised once per
 
-    (kind, caller, protocol version, generation of that list, config)
+    (kind, caller, protocol version, generation of that list, config, cache hint)
 
 and every later list of the same key is answered with those bytes (on the
 stdio and HTTP fast paths). The serialisation is the SDK's own: the result
@@ -15,9 +15,13 @@ model dumped ``by_alias``/``exclude_none`` and sieved by
 pydantic-core, so the bytes equal what the SDK would write (compact, no null
 fields).
 
-Preparation runs in a worker thread, so the loop keeps serving calls; a burst
-of lists of one key (every client re-listing after a ``list_changed``) waits
-for one preparation. A list of more than ``page_size`` entries is split into
+Preparation runs on the event loop in slices of about a millisecond, and
+serialises only the entries that changed since the last generation
+(:mod:`.list_fragments`), so calls in flight barely notice it; a burst of
+lists of one key (every client re-listing after a ``list_changed``) waits for
+one preparation. For 2026-07-28 clients the answer carries the ``ttlMs`` and
+``cacheScope`` of :mod:`mcp_hub.list_freshness`; a change of those makes the
+prepared bytes stale too. A list of more than ``page_size`` entries is split into
 pages whose ``nextCursor`` names the preparation it belongs to: a cursor from
 a list that has changed since is refused with ``-32602`` and a message saying to list
 again, never answered with a page of a different list.
@@ -35,13 +39,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
-import anyio.to_thread
+import anyio.lowlevel
 import mcp_types.methods as _methods
 import pydantic_core
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from mcp_hub.access import Caller
+from mcp_hub.downstream.list_fragments import Fragments, Slicer
+from mcp_hub.list_freshness import ListHintValue, list_hint
 
 __all__ = ["LIST_METHODS", "ListKind", "PreparedLists", "prepared_lists"]
 
@@ -57,6 +63,8 @@ LIST_METHODS: dict[str, ListKind] = {
 }
 _METHOD_OF: dict[ListKind, str] = {kind: method for method, kind in LIST_METHODS.items()}
 _MAX_ENTRIES = 64
+#: Answers from this size on take turns with each other (:meth:`PreparedLists._paced`).
+PACE_BYTES = 256 * 1024
 
 
 @dataclass
@@ -66,6 +74,8 @@ class _Prepared:
     pages: list[bytes]
     #: Names this preparation in its cursors (a later one of the same key has another).
     serial: int
+    #: The ``ttlMs``/``cacheScope`` it carries (2026-07-28 only; :mod:`mcp_hub.list_freshness`).
+    hint: ListHintValue
 
 
 class PreparedLists:
@@ -80,6 +90,16 @@ class PreparedLists:
         self._serials = itertools.count(1)
         #: How many preparations ran (a burst of lists of one key counts once).
         self.preparations = 0
+        #: Loop slices those preparations took (each holds the loop ~``SLICE_SECONDS`` at most).
+        self.slices = 0
+        self.fragments = Fragments()
+        self._pace = anyio.Lock()
+
+    def hint(self, kind: ListKind, caller: Caller) -> ListHintValue:
+        """The ``ttlMs``/``cacheScope`` of this list now (changes make the prepared bytes stale)."""
+        generation = self.generation(kind) if kind == "tools" else None
+        gated = isinstance(generation, tuple) and bool(generation[1])
+        return list_hint(self.hub, kind, caller, gated=gated)
 
     # ------------------------------------------------------------------ generations
     def generation(self, kind: ListKind) -> Hashable:
@@ -103,19 +123,39 @@ class PreparedLists:
         while True:
             generation = self.generation(kind)
             entry = self._entries.get(key)
-            if entry is not None and entry.generation == generation and entry.config is self.hub.config:
-                return self._page(entry, cursor)
+            if entry is not None and self._fresh(entry, kind, caller, generation):
+                return await self._paced(self._page(entry, cursor))
             building = self._building.get(key)
             if building is not None:
                 await building.wait()
                 continue
             await self._prepare(key, kind, caller, version, generation)
 
+    async def _paced(self, page: bytes) -> bytes:
+        """Large answers leave one per turn of the event loop.
+
+        After a preparation, every client of a burst (20 re-lists of 1.7 MB) would
+        otherwise be answered, and its bytes written, in the same turn of the loop;
+        taking turns lets the calls that arrive meanwhile be read and answered
+        between two of those writes.
+        """
+        if len(page) < PACE_BYTES:
+            return page
+        async with self._pace:
+            await anyio.lowlevel.checkpoint()
+        return page
+
     def cached(self, kind: ListKind, caller: Caller, version: str) -> bool:
         """Whether the next list of this key is answered without a preparation."""
-        entry = self._entries.get((kind, caller, version))
-        return (entry is not None and entry.generation == self.generation(kind)
-                and entry.config is self.hub.config)
+        return self._fresh(self._entries.get((kind, caller, version)), kind, caller,
+                           self.generation(kind))
+
+    def _fresh(self, entry: _Prepared | None, kind: ListKind, caller: Caller,
+               generation: Hashable) -> bool:
+        if entry is None or entry.generation != generation or entry.config is not self.hub.config:
+            return False
+        gated = kind == "tools" and isinstance(generation, tuple) and bool(generation[1])
+        return entry.hint == list_hint(self.hub, kind, caller, gated=gated)
 
     async def _prepare(self, key: tuple[Any, ...], kind: ListKind, caller: Caller, version: str,
                        generation: Hashable) -> None:
@@ -123,14 +163,16 @@ class PreparedLists:
         config = self.hub.config
         try:
             await self.hub.wait_lists()
-            # Tools are built (models, the tool_search plan) in the worker thread; the other
-            # lists are a cheap filter of the upstream catalog, taken here on the loop.
-            items = None if kind == "tools" else await self._items(kind, caller)
+            slicer = Slicer()
+            items = await self._items(kind, caller)
+            await slicer.checkpoint()
+            hint = self.hint(kind, caller)
             serial = next(self._serials)
-            pages = await anyio.to_thread.run_sync(self._build, kind, caller, version, serial, items)
+            pages = await self._build(kind, version, serial, items, hint, slicer)
             self.preparations += 1
+            self.slices += slicer.yields + 1
             if self.generation(kind) == generation and self.hub.config is config:
-                self._entries[key] = _Prepared(generation, config, pages, serial)
+                self._entries[key] = _Prepared(generation, config, pages, serial, hint)
                 self._entries.move_to_end(key)
                 while len(self._entries) > _MAX_ENTRIES:
                     self._entries.popitem(last=False)
@@ -151,11 +193,9 @@ class PreparedLists:
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor")
         return entry.pages[index]
 
-    # ------------------------------------------------------------------ building (worker thread)
-    def _build(self, kind: ListKind, caller: Caller, version: str, serial: int,
-               items: list[Any] | None) -> list[bytes]:
-        if items is None:
-            items = list(self.hub.list_tools(caller))
+    # ------------------------------------------------------------------ building (on the loop, sliced)
+    async def _build(self, kind: ListKind, version: str, serial: int, items: list[Any],
+                     hint: tuple[int, str] | None, slicer: Slicer) -> list[bytes]:
         configured = getattr(self.hub.config.hub, "list_page_size", 0)
         size = self.page_size or configured or max(len(items), 1)
         chunks = [items[i:i + size] for i in range(0, len(items), size)] or [[]]
@@ -163,25 +203,17 @@ class PreparedLists:
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
             cursor = None if last else _make_cursor(serial, index + 1)
-            pages.append(serialize_result(_METHOD_OF[kind], version, _model(kind, chunk, cursor)))
+            pages.append(await self.fragments.page(kind, version, chunk, cursor, hint, slicer))
         return pages
 
     async def _items(self, kind: ListKind, caller: Caller) -> list[Any]:
+        if kind == "tools":  # definitions: the entries' JSON is cached per unchanged definition
+            return list(self.hub.tool_definitions(caller))
         if kind == "prompts":
             return list(await self.hub.list_prompts(caller))
         if kind == "resources":
             return list(await self.hub.list_resources(caller))
         return list(await self.hub.list_resource_templates(caller))
-
-
-def _model(kind: ListKind, items: list[Any], cursor: str | None) -> Any:
-    if kind == "tools":
-        return types.ListToolsResult(tools=items, next_cursor=cursor)
-    if kind == "prompts":
-        return types.ListPromptsResult(prompts=items, next_cursor=cursor)
-    if kind == "resources":
-        return types.ListResourcesResult(resources=items, next_cursor=cursor)
-    return types.ListResourceTemplatesResult(resource_templates=items, next_cursor=cursor)
 
 
 def serialize_result(method: str, version: str, result: Any) -> bytes:

@@ -23,6 +23,7 @@ from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.replica_sessions import remember_level, remember_subscription
 from mcp_hub.downstream.visibility import CallerListen, ToolsDigest
 from mcp_hub.hub import Hub
+from mcp_hub.list_freshness import hint_fields
 
 __all__ = ["HubServer", "build_server"]
 
@@ -80,7 +81,8 @@ class _Handlers:
     async def list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         _track(self.hub, ctx, self.who(ctx))
         await self.hub.wait_lists()
-        return types.ListToolsResult(tools=self.hub.list_tools(self.who(ctx)))
+        return types.ListToolsResult(tools=self.hub.list_tools(self.who(ctx)),
+                                     **hint_fields(self.hub, "tools", self.who(ctx)))
 
     async def call_tool(
         self, ctx: Ctx, params: types.CallToolRequestParams
@@ -102,7 +104,8 @@ class _Handlers:
 
     async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(self.hub, ctx, self.who(ctx))
-        return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.who(ctx)))
+        return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.who(ctx)),
+                                       **hint_fields(self.hub, "prompts", self.who(ctx)))
 
     async def get_prompt(
         self, ctx: Ctx, params: types.GetPromptRequestParams
@@ -116,13 +119,15 @@ class _Handlers:
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         _track(self.hub, ctx, self.who(ctx))
-        return types.ListResourcesResult(resources=await self.hub.list_resources(self.who(ctx)))
+        return types.ListResourcesResult(resources=await self.hub.list_resources(self.who(ctx)),
+                                         **hint_fields(self.hub, "resources", self.who(ctx)))
 
     async def list_templates(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
-            resource_templates=await self.hub.list_resource_templates(self.who(ctx)))
+            resource_templates=await self.hub.list_resource_templates(self.who(ctx)),
+            **hint_fields(self.hub, "templates", self.who(ctx)))
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams

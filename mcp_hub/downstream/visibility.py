@@ -37,19 +37,32 @@ class ToolsDigest:
     def __init__(self, hub: Any) -> None:
         self._hub = hub
         self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
+        self._items: dict[int, tuple[types.Tool, int]] = {}
 
     def __call__(self, caller: Caller) -> int:
         hub = self._hub
         key = (caller, hub.registry.generation, id(hub.config))
         found = self._cache.get(key)
         if found is None:
-            found = hash(frozenset(
-                (t.name, t.description, json.dumps(t.input_schema, sort_keys=True, default=str))
-                for t in hub.list_tools(caller)))
+            tools = hub.list_tools(caller)
+            found = hash(frozenset(self._item(t) for t in tools))
             self._cache[key] = found
+            if len(self._items) > 2 * len(tools) + 256:  # forget tools that were replaced
+                self._items = {id(t): self._items[id(t)] for t in tools if id(t) in self._items}
             while len(self._cache) > 256:
                 self._cache.popitem(last=False)
         return found
+
+    def _item(self, tool: types.Tool) -> int:
+        """One tool's part of the digest; the Hub keeps an unchanged tool's model, so an
+        unchanged tool is hashed once, not once per registry generation."""
+        hit = self._items.get(id(tool))
+        if hit is not None and hit[0] is tool:
+            return hit[1]
+        value = hash((tool.name, tool.description,
+                      json.dumps(tool.input_schema, sort_keys=True, default=str)))
+        self._items[id(tool)] = (tool, value)
+        return value
 
     def of_connection(self, connection: Any) -> int:
         return self(caller_of_state(getattr(connection, "state", None)))

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from mcp_hub.tool_models import cacheable, definition_key
+
 __all__ = [
     "BRIDGE_NAMES",
     "DEFERRABLE_ORIGINS",
@@ -99,9 +101,30 @@ class ExposurePlan:
 
 
 def estimate_tokens(definitions: Iterable[Mapping[str, Any]]) -> int:
-    """ceil(len(compact JSON of ``definitions``) / 4): the usual 4-chars-a-token rule."""
-    text = json.dumps(list(definitions), separators=(",", ":"), ensure_ascii=False)
-    return math.ceil(len(text) / 4)
+    """ceil(len(compact JSON of ``definitions``) / 4): the usual 4-chars-a-token rule.
+
+    The length of a list's compact JSON is the sum of its items' lengths, one comma
+    between two, and the brackets; each unchanged definition's length is measured once
+    (:func:`_json_length`), not at every registry generation.
+    """
+    lengths = [_json_length(d) for d in definitions]
+    return math.ceil((sum(lengths) + max(len(lengths) - 1, 0) + 2) / 4)
+
+
+_LENGTHS: dict[tuple[Any, ...], tuple[Mapping[str, Any], int]] = {}
+
+
+def _json_length(d: Mapping[str, Any]) -> int:
+    key = definition_key(d)
+    hit = _LENGTHS.get(key)
+    if hit is not None:
+        return hit[1]
+    length = len(json.dumps(d, separators=(",", ":"), ensure_ascii=False))
+    if cacheable(d):
+        if len(_LENGTHS) > 50_000:
+            _LENGTHS.clear()
+        _LENGTHS[key] = (d, length)  # the definition is kept: its identities are in the key
+    return length
 
 
 def threshold_tokens(settings: SettingsLike) -> int:

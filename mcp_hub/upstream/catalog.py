@@ -22,6 +22,8 @@ from mcp_hub.sanitize import clean_description, clean_tool_definition
 from mcp_hub.upstream.calls import CallsMixin
 from mcp_hub.upstream.conn_state import Kind, ToolRecord
 from mcp_hub.upstream.failures import error_text
+from mcp_hub.upstream.list_hints import HintCollector
+from mcp_hub.upstream.modern import is_modern
 
 __all__ = ["CatalogMixin"]
 
@@ -64,6 +66,7 @@ class CatalogMixin(CallsMixin):
         items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
+        hint = HintCollector(is_modern(session))
         for _ in range(_MAX_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page: Any
@@ -79,10 +82,12 @@ class CatalogMixin(CallsMixin):
             else:
                 page = await session.list_resource_templates(params=params)
                 items.extend(page.resource_templates)
+            hint.page(page)
             cursor = page.next_cursor
             if not cursor or cursor in seen:
                 break
             seen.add(cursor)
+        hint.record(self.list_hints, kind)
         return items
 
     async def _sync(self, session: ClientSession, kinds: set[Kind], *, initial: bool = False

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
+from mcp_hub.upstream.list_hints import ListHint
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import TransportProbe
 
@@ -112,6 +113,8 @@ class ConnectionState:
         #: Exposed names hidden because their tool changed since it was pinned (policy block).
         self.pin_blocked: set[str] = set()
         self.prompts: list[types.Prompt] = []
+        #: A 2026-07-28 upstream's cache hints per list kind: (ttlMs, cacheScope, listed at).
+        self.list_hints: dict[str, ListHint] = {}
         self.resources: list[types.Resource] = []
         self.templates: list[types.ResourceTemplate] = []
         self.subscriptions: set[str] = set()

@@ -54,6 +54,7 @@ from mcp_hub.upstream.conn_state import (
     ToolRecord,
 )
 from mcp_hub.upstream.failures import classify_connect_failure, error_text
+from mcp_hub.upstream.list_hints import refresh_when_stale
 from mcp_hub.upstream.modern import follow_changes, keepalive_request, open_session
 from mcp_hub.upstream.oauth.attach import wait_for_login
 from mcp_hub.upstream.oauth.errors import NeedsLogin
@@ -192,6 +193,7 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                     tg.start_soon(self._keepalive, session)
                     tg.start_soon(self._refresh_loop, session)
                     tg.start_soon(follow_changes, session, self.request_refresh)
+                    tg.start_soon(refresh_when_stale, lambda: self.list_hints, self.request_refresh)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
                 # Tools leave now, not after the transport has finished closing.

@@ -7,8 +7,10 @@ state, answered by the client re-sending the call:
 
 ``sample {prompt}``, ``elicit {message}``, ``roots``, ``two_rounds {tag}``
 (an elicitation round, then a sampling round using its answer),
-``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name}``,
-announced on ``subscriptions/listen``. Runs on stdio, or on Streamable HTTP with
+``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name, quiet?}``,
+announced on ``subscriptions/listen`` (unless ``quiet`` is true).
+Its ``tools/list`` carries ``ttlMs`` from ``MODERN_LIST_TTL_MS`` (default 0) and
+``cacheScope`` from ``MODERN_LIST_SCOPE`` (default private). Runs on stdio, or on Streamable HTTP with
 ``--port N``, where ``headers`` returns the ``Mcp-Method``/``Mcp-Name`` headers of
 every request it received.
 """
@@ -16,6 +18,7 @@ every request it received.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -130,14 +133,18 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         return _text(json.dumps(HEADERS))
     if name == "add_tool":
         TOOLS.append(_tool(str(args["name"])))
-        await BUS.publish(ToolsListChanged())
+        if not args.get("quiet"):  # quiet: only a re-list (after ttlMs) finds the new tool
+            await BUS.publish(ToolsListChanged())
         return _text("added")
     raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
 
 
 async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
                      ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=TOOLS)
+    # MODERN_LIST_TTL_MS / MODERN_LIST_SCOPE: the cache hints this server puts on its list.
+    scope = "public" if os.environ.get("MODERN_LIST_SCOPE") == "public" else "private"
+    return types.ListToolsResult(tools=TOOLS, ttl_ms=int(os.environ.get("MODERN_LIST_TTL_MS", "0")),
+                                 cache_scope=scope)
 
 
 async def modern_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

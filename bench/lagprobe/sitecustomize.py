@@ -1,0 +1,41 @@
+"""Benchmark only: record the event-loop lag of a process that runs on uvloop.
+
+``bench/list_bench.py`` puts this folder on the hub's ``PYTHONPATH`` with
+``MCP_HUB_BENCH_LAG_FILE`` set. Every event loop made by ``uvloop.new_event_loop``
+(the hub's, through anyio) then runs one extra task that sleeps 2 ms at a time
+and appends "<unix time> <lag ms>" to ``<file>.<pid>``: how much later than
+asked the loop came back, i.e. how long something else held it. Nothing happens
+without the variable.
+"""
+
+from __future__ import annotations
+
+import os
+
+_PATH = os.environ.get("MCP_HUB_BENCH_LAG_FILE")
+if _PATH:
+    import asyncio
+    import time
+    from typing import Any
+
+    import uvloop
+
+    _TASKS: list[Any] = []
+    _new_loop = uvloop.new_event_loop
+
+    async def _probe(path: str) -> None:
+        with open(f"{path}.{os.getpid()}", "a") as out:
+            for count in range(10**9):
+                started = time.perf_counter()
+                await asyncio.sleep(0.002)
+                lag = time.perf_counter() - started - 0.002
+                out.write(f"{time.time():.4f} {lag * 1e3:.3f}\n")
+                if count % 50 == 49:  # a hub killed at the end loses at most 50 samples
+                    out.flush()
+
+    def _probed_loop() -> Any:
+        loop = _new_loop()
+        loop.call_soon(lambda: _TASKS.append(loop.create_task(_probe(str(_PATH)))))
+        return loop
+
+    uvloop.new_event_loop = _probed_loop
