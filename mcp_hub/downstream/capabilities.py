@@ -16,7 +16,7 @@ the same thing, and only what the hub really serves:
 
 ``server/discover`` waits, like the lists, for the upstreams' first
 connection attempts (never past the start-up deadline:
-:func:`capabilities_after_startup`); so does the first ``initialize`` over
+:class:`DiscoverAfterStartup`); so does the first ``initialize`` over
 stdio (the stdio runner answers it once the hub is ready). An upstream still on its first attempt
 after that counts as offering everything it might (its capabilities are not
 known yet); a parked, failed or disabled upstream counts as offering nothing.
@@ -32,7 +32,7 @@ from typing import Any
 from mcp import types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-__all__ = ["capabilities_after_startup", "merge_upstreams", "upstream_features"]
+__all__ = ["DiscoverAfterStartup", "merge_upstreams", "upstream_features"]
 
 
 #: The features an upstream contributes to the hub's own capabilities.
@@ -78,15 +78,15 @@ def merge_upstreams(own: types.ServerCapabilities, features: set[str]
     return own.model_copy(update=update)
 
 
-def capabilities_after_startup(wait_lists: Callable[[], Awaitable[None]]
-                               ) -> Callable[[ServerRequestContext[Any, Any], CallNext],
-                                             Awaitable[HandlerResult]]:
+
+class DiscoverAfterStartup:
     """Server middleware: ``server/discover`` waits for the upstreams' first connects."""
 
-    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext
-                         ) -> HandlerResult:
-        if ctx.method == "server/discover":
-            await wait_lists()
-        return await call_next(ctx)
+    def __init__(self, wait_lists: Callable[[], Awaitable[None]]) -> None:
+        self.wait_lists = wait_lists
 
-    return middleware
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                       ) -> HandlerResult:
+        if ctx.method == "server/discover":
+            await self.wait_lists()
+        return await call_next(ctx)

@@ -18,7 +18,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_hub.access import Caller, remember_caller
 from mcp_hub.downstream.call_context import connection_of
 from mcp_hub.downstream.capabilities import (
-    capabilities_after_startup,
+    DiscoverAfterStartup,
     merge_upstreams,
     upstream_features,
 )
@@ -221,7 +221,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     # in the 2026-07-28 era, but handshake-era clients still use it.
     # 2026-07-28 input rounds: requestState sealed and verified at the wire boundary.
     install_state_boundary(server, hub.rounds.ttl)
-    server.middleware.append(capabilities_after_startup(hub.wait_lists))
+    server.middleware.append(DiscoverAfterStartup(hub.wait_lists))
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, h.set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
     server.add_notification_handler(
