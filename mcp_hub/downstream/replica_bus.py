@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
@@ -58,6 +58,8 @@ class ReplicaBus:
         self.counts = {"published": 0, "delivered": 0, "failed": 0}
         #: Called with (session id, stream id) when another replica replayed a dropped stream.
         self.on_resumed: Callable[[str, str], None] | None = None
+        #: Handlers of further kinds of message, not tied to a session (kind -> handler).
+        self.handlers: dict[str, Callable[[Any], Awaitable[None]]] = {}
         state.on_message(self._received)
 
     def _transport(self, session_id: str) -> StreamableHTTPServerTransport | None:
@@ -78,6 +80,10 @@ class ReplicaBus:
                            "is unavailable")
             return
         self.counts["published"] += 1
+
+    async def send(self, kind: str, message: Any) -> None:
+        """Publish ``message`` of one of the :attr:`handlers`' kinds to every replica."""
+        await self._publish(kind, "", message)
 
     async def client_message(self, session_id: str, body: bytes) -> None:
         """A POST of ``session_id`` carried an answer or a cancel: tell every replica."""
@@ -105,6 +111,10 @@ class ReplicaBus:
                 return
             session_id, kind, raw = str(envelope["s"]), envelope["k"], envelope["m"]
         except (ValueError, KeyError, TypeError, AttributeError):
+            return
+        handler = self.handlers.get(kind)
+        if handler is not None:
+            await handler(raw)
             return
         transport = self._transport(session_id)
         if transport is None:

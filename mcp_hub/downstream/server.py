@@ -220,7 +220,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.
     # 2026-07-28 input rounds: requestState sealed and verified at the wire boundary.
-    install_state_boundary(server, hub.rounds.ttl)
+    install_state_boundary(server, hub.rounds.ttl, hub.config.hub.http.session_secret)
     server.middleware.append(DiscoverAfterStartup(hub.wait_lists))
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, h.set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
