@@ -157,3 +157,40 @@ async def test_a_retry_whose_replica_is_gone_is_refused(
                                                allow_input_required=True)
             _refused(gone)
             assert '"bob"' in text_of(await client.call_tool("ask_elicit", {"message": "q"}))
+
+
+async def _events(client: Client) -> str:
+    """The asking upstreams' events on every replica (round-robin: one call each)."""
+    return "\n".join([text_of(await client.call_tool("ask_events", {})) for _ in range(3)])
+
+
+async def test_a_forwarded_retry_cancelled_by_its_client_cancels_the_upstream_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with anyio.fail_after(180):
+        async with _cluster(tmp_path, monkeypatch) as (hubs, url), _client(url) as client:
+            first = await client.session.call_tool("ask_ask_then_slow", {"seconds": 60},
+                                                   allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and first.request_state
+            answers: dict[str, Any] = {
+                k: types.ElicitResult(action="accept", content={"answer": "go"})
+                for k in first.input_requests or {}}
+
+            async def retry() -> None:
+                await client.session.call_tool(
+                    "ask_ask_then_slow", {"seconds": 60}, input_responses=answers,
+                    request_state=first.request_state, allow_input_required=True)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(retry)
+                while "answered: accept" not in await _events(client):
+                    await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()  # the client gives up on its retry
+            closed = anyio.current_time()
+            while "cancelled" not in await _events(client):
+                await anyio.sleep(0.05)
+            print(f"the upstream call was cancelled {anyio.current_time() - closed:.1f} s after "
+                  "the client closed its forwarded retry")
+            while sum(r["alive"] for r in await _rounds(hubs)):
+                await anyio.sleep(0.05)
+            assert sum(r["forwarded"] for r in await _rounds(hubs)) >= 1

@@ -37,7 +37,7 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ErrorData
 
 from mcp_hub.downstream.input_rounds import resume_for_replica
 from mcp_hub.downstream.replica_bus import ReplicaBus
-from mcp_hub.eras.held import LocalHeldRounds, owner_of
+from mcp_hub.eras.held import LocalHeldRounds, RoundsFull, owner_of
 
 __all__ = ["RoundRelay", "relay_rounds"]
 
@@ -96,8 +96,8 @@ class RoundRelay:
                 if silent.cancelled_caught:
                     logger.warning("the replica holding the input round of %s %s did not "
                                    "answer; requestState refused", method, target)
-                    raise MCPError(INVALID_PARAMS, "Invalid or expired requestState",
-                                   {"reason": "invalid_request_state"})
+                    raise MCPError(code=INVALID_PARAMS, message="Invalid or expired requestState",
+                                   data={"reason": "invalid_request_state"})
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self.bus.send("round-cancel", {"to": owner_of(token), "c": corr})
@@ -124,7 +124,10 @@ class RoundRelay:
     async def _on_retry(self, message: Any) -> None:
         if not self._mine(message):
             return
-        self.store.spawn(lambda: self._serve(message))
+        try:
+            self.store.spawn(lambda: self._serve(message))
+        except RoundsFull:  # shutting down: the other replica gives up on its own
+            logger.info("a forwarded input-round retry arrived while the hub stops")
 
     async def _serve(self, message: dict[str, Any]) -> None:
         corr, back = str(message.get("c")), message.get("from")

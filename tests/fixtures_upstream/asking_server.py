@@ -12,6 +12,7 @@ related to the call that caused it. Tools:
 ``progress``       ``{steps}`` → progress notifications, then "done N"
 ``slow``           ``{seconds}`` → sleeps (cancellable), records "cancelled" if cancelled
 ``ask_and_record`` ``{message}`` → elicits; records what happened to the request
+``ask_then_slow``  ``{seconds}`` → elicits, records the answer, then sleeps like ``slow``
 ``events``         → the recorded events, one per line
 ``add_tool``       ``{name}`` adds a tool and sends tools/list_changed
 =================  ==========================================================
@@ -55,6 +56,7 @@ warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 TOOLS = {t.name: t for t in [
     *SHARED_TOOLS, tool("elicit_url", {"url": STR}), tool("ask_and_record", {"message": STR}),
+    tool("ask_then_slow", {"seconds": {"type": "number"}}),
 ]}
 
 
@@ -106,6 +108,9 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         return text(await _sample(ctx, two_rounds_prompt(str(args["tag"]), first)))
     if name == "ask_and_record":
         return await _record(ctx, str(args["message"]))
+    if name == "ask_then_slow":
+        await _record(ctx, "go on?")
+        return await call_tool(ctx, types.CallToolRequestParams(name="slow", arguments=args))
     plain = await plain_tool(ctx, name, args, ctx.session.send_tool_list_changed, _add)
     if plain is None:
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
