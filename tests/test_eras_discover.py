@@ -17,6 +17,7 @@ import pytest
 from mcp.client.client import Client
 
 from tests.erastest import asking_toml, hub_client, modern_toml
+from tests.fixtures_upstream import FIXTURES
 from tests.hubtest import PY, ROOT, write_config
 
 pytestmark = pytest.mark.anyio
@@ -36,7 +37,9 @@ async def _capabilities(client: Client) -> dict[str, Any]:
 
 CONFORMANCE = (f'[servers.conf]\ncommand = "{PY}"\ncwd = "{ROOT}"\n'
                'args = ["-m", "tests.fixtures.conformance_server", "--transport", "stdio"]\n')
-# asking: tools, prompts, resources (no subscribe, no completions); modern: tools only;
+TINY = f'[servers.tiny]\ncommand = "{PY}"\nargs = ["{FIXTURES / "tiny_server.py"}"]\n'
+# asking: tools, prompts, resources (no subscribe, no completions); modern: the same;
+# tiny: tools only;
 # conformance: tools, prompts, resources with subscribe, completions.
 CASES = {
     "without": (asking_toml() + modern_toml(), {
@@ -46,7 +49,7 @@ CASES = {
         "tools": {"listChanged": True}, "prompts": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True}, "logging": {},
         "completions": {}}),
-    "tools only": (modern_toml(), {"tools": {"listChanged": True}, "logging": {}}),
+    "tools only": (TINY, {"tools": {"listChanged": True}, "logging": {}}),
 }
 
 

@@ -8,7 +8,8 @@ state, answered by the client re-sending the call:
 ``sample {prompt}``, ``elicit {message}``, ``roots``, ``two_rounds {tag}``
 (an elicitation round, then a sampling round using its answer),
 ``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name}``,
-announced on ``subscriptions/listen``. Runs on stdio, or on Streamable HTTP with
+announced on ``subscriptions/listen``; prompt ``greet {name}`` and resource
+``mod://info`` ask nothing. Runs on stdio, or on Streamable HTTP with
 ``--port N``, where ``headers`` returns the ``Mcp-Method``/``Mcp-Name`` headers of
 every request it received.
 """
@@ -115,6 +116,29 @@ async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestPa
     return types.ListToolsResult(tools=TOOLS)
 
 
+async def list_prompts(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+                       ) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[types.Prompt(name="greet")])
+
+
+async def get_prompt(ctx: ServerRequestContext, params: types.GetPromptRequestParams
+                     ) -> types.GetPromptResult:
+    who = (params.arguments or {}).get("name", "you")
+    return types.GetPromptResult(messages=[types.PromptMessage(
+        role="user", content=types.TextContent(text=f"hello {who}"))])
+
+
+async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+                         ) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[types.Resource(uri="mod://info", name="info")])
+
+
+async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+                        ) -> types.ReadResourceResult:
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri,
+                                                                         text="info")])
+
+
 async def modern_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
     """Refuse the 2025 handshake: this server speaks 2026-07-28 only."""
     if ctx.method == "initialize":
@@ -124,6 +148,8 @@ async def modern_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) 
 
 def build() -> Server[Any]:
     server: Server[Any] = Server("modern", on_call_tool=call_tool, on_list_tools=list_tools,
+                                 on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+                                 on_list_resources=list_resources, on_read_resource=read_resource,
                                  on_subscriptions_listen=ListenHandler(BUS))
     server.middleware.append(modern_only)
     return server
