@@ -99,6 +99,8 @@ class RoundRelay:
                     raise MCPError(code=INVALID_PARAMS, message="Invalid or expired requestState",
                                    data={"reason": "invalid_request_state"})
         except anyio.get_cancelled_exc_class():
+            logger.info("the client of a forwarded retry of %s %s went away; the owning "
+                        "replica ends the round", method, target)
             with anyio.CancelScope(shield=True):
                 await self.bus.send("round-cancel", {"to": owner_of(token), "c": corr})
             raise
