@@ -122,6 +122,8 @@ class RoundCallContext(SessionCallContext):
         super().__init__(ctx, target, hub)
         self.round: Round | None = None
         self.attached = True
+        #: While another replica's request waits on the round: where progress and logs go.
+        self.remote: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
 
     def attach(self, ctx: Ctx) -> None:
         """Relay to ``ctx`` from now on: the request that is waiting on the round."""
@@ -136,10 +138,15 @@ class RoundCallContext(SessionCallContext):
     ) -> None:
         if self.attached:
             await super().report_progress(progress, total, message)
+        elif self.remote is not None:
+            await self.remote("progress", {"progress": progress, "total": total,
+                                           "message": message})
 
     async def log(self, level: Any, data: Any, logger: str | None = None) -> None:
         if self.attached:
             await super().log(level, data, logger)
+        elif self.remote is not None:
+            await self.remote("log", {"level": level, "data": data, "logger": logger})
 
     async def _ask(self, method: str, request: BaseModel, result_type: type[ModelT]) -> ModelT:
         round_ = self.round
@@ -228,12 +235,14 @@ def _wire_responses(responses: Any) -> dict[str, Any]:
     return out
 
 
-async def resume_for_replica(store: HeldRounds, token: str, method: str, target: str,
-                             responses: dict[str, Any]) -> dict[str, Any]:
+async def resume_for_replica(
+    store: HeldRounds, token: str, method: str, target: str, responses: dict[str, Any],
+    notes: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
     """Serve a retry another replica received for a round held here; its result's wire form.
 
-    No request waits here, so the round's progress and log messages are dropped
-    until it ends or asks again.
+    The round's progress and log messages go to ``notes`` (to the replica whose
+    request waits) until it ends or asks again.
     """
     held = store.claim(token)
     if held is None or held.method != method or held.target != target:
@@ -242,8 +251,12 @@ async def resume_for_replica(store: HeldRounds, token: str, method: str, target:
         _refuse()
     call: RoundCallContext = held.attached
     call.attached = False
+    call.remote = notes
     _deliver(held, responses)
-    result = await _step(store, held, call)
+    try:
+        result = await _step(store, held, call)
+    finally:
+        call.remote = None
     dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dumped
 
@@ -272,7 +285,8 @@ async def run_with_rounds(
         if forwarder is None:
             _refuse()
         raw = await forwarder.forward(state, method, target,
-                                      _wire_responses(getattr(params, "input_responses", None)))
+                                      _wire_responses(getattr(params, "input_responses", None)),
+                                      SessionCallContext(ctx, target, hub))
         return cast("ResultT | InputRequiredResult", _RESULTS[method].validate_python(raw))
     held = store.claim(state) if isinstance(state, str) else None
     if held is None or held.method != method or held.target != target:

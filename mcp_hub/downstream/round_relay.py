@@ -13,8 +13,9 @@ the upstream's question. That call cannot move, so the retry goes to it:
 2. The receiving replica publishes the retry on the replica bus (``round``);
    the owner claims the round (single use, as locally), hands the answers to
    the waiting upstream requests and, while the call goes on, says it is alive
-   (``round-alive``) every few seconds; then it publishes the result
-   (``round-reply``): the final one, or the next round with a new token.
+   (``round-alive``) every few seconds and passes on the call's progress and
+   log messages (``round-note``); then it publishes the result (``round-reply``):
+   the final one, or the next round with a new token.
 3. The receiving replica answers its client with that result (sealing the new
    token). A client that closes its request sends ``round-cancel``: the owner
    ends the round as for a local cancel (the upstream is told).
@@ -54,6 +55,8 @@ SILENCE_SECONDS = 3 * ALIVE_SECONDS
 class _Waiting:
     """A forwarded retry this replica waits on."""
 
+    #: The call context of the waiting request: the round's progress and logs go there.
+    call: Any = None
     reply: dict[str, Any] | None = None
     heard: bool = False
     poke: anyio.Event = field(default_factory=anyio.Event)
@@ -72,7 +75,8 @@ class RoundRelay:
         self.waiting: dict[str, _Waiting] = {}
         self.serving: dict[str, anyio.CancelScope] = {}
         bus.handlers.update({"round": self._on_retry, "round-alive": self._on_word,
-                             "round-reply": self._on_word, "round-cancel": self._on_cancel})
+                             "round-note": self._on_word, "round-reply": self._on_word,
+                             "round-cancel": self._on_cancel})
 
     def _mine(self, message: Any) -> bool:
         return isinstance(message, dict) and message.get("to") == self.bus.replica
@@ -80,9 +84,9 @@ class RoundRelay:
     # ── the replica the retry reached ────────────────────────────────────────
 
     async def forward(self, token: str, method: str, target: str,
-                      responses: dict[str, Any]) -> dict[str, Any]:
+                      responses: dict[str, Any], call: Any) -> dict[str, Any]:
         corr = secrets.token_hex(8)
-        waiting = self.waiting[corr] = _Waiting()
+        waiting = self.waiting[corr] = _Waiting(call=call)
         self.store.forwarded += 1
         try:
             await self.bus.send("round", {"to": owner_of(token), "from": self.bus.replica,
@@ -119,7 +123,21 @@ class RoundRelay:
         waiting.heard = True
         if "result" in message or "error" in message:
             waiting.reply = message
+        elif message.get("note") in ("progress", "log") and waiting.call is not None:
+            await self._relay_note(waiting.call, message)
         waiting.wake()
+
+    @staticmethod
+    async def _relay_note(call: Any, message: dict[str, Any]) -> None:
+        """A progress or log message of the round, for the request waiting here."""
+        try:
+            if message["note"] == "progress":
+                await call.report_progress(float(message["progress"]), message.get("total"),
+                                           message.get("message"))
+            else:
+                await call.log(message["level"], message.get("data"), message.get("logger"))
+        except Exception:  # a closing request, a malformed note: the round goes on
+            logger.debug("a forwarded round's note was not delivered", exc_info=True)
 
     # ── the replica that owns the round ──────────────────────────────────────
 
@@ -147,10 +165,18 @@ class RoundRelay:
                 self.serving.pop(corr, None)
 
     async def _resume(self, message: dict[str, Any]) -> dict[str, Any]:
+        back, corr = message.get("from"), str(message.get("c"))
+
+        async def notes(kind: str, body: dict[str, Any]) -> None:
+            try:
+                await self.bus.send("round-note", {"to": back, "c": corr, "note": kind, **body})
+            except (TypeError, ValueError):  # log data that is not JSON: dropped
+                logger.debug("a forwarded round's %s message was not sent", kind)
+
         try:
             result = await resume_for_replica(
                 self.store, str(message.get("token")), str(message.get("method")),
-                str(message.get("target")), dict(message.get("responses") or {}))
+                str(message.get("target")), dict(message.get("responses") or {}), notes)
         except MCPError as exc:
             return {"error": exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)}
         except Exception as exc:

@@ -143,8 +143,12 @@ class Forwarder(Protocol):
     """Carries a retry to the replica that owns its round; returns that replica's answer."""
 
     async def forward(self, token: str, method: str, target: str,
-                      responses: dict[str, Any]) -> dict[str, Any]:
-        """The wire form of the result (the final one, or the next round); raises MCPError."""
+                      responses: dict[str, Any], call: Any) -> dict[str, Any]:
+        """The wire form of the result (the final one, or the next round); raises MCPError.
+
+        ``call`` (a call context of the waiting request) gets the round's progress
+        and log messages meanwhile.
+        """
         ...
 
 
