@@ -151,8 +151,14 @@ async def test_requests_to_a_modern_http_upstream_carry_mcp_method_and_name(
             async with hub_client("http", "auto", config, tmp_path) as client:
                 assert text_of(await client.call_tool("mod_two_rounds", {"tag": "t"})) == (
                     "sampled[m1]: echo:t:bob")
+                assert text_of(await client.get_prompt("mod_greet", {"name": "ann"})) == (
+                    "hello ann")
+                assert text_of(await client.read_resource("mod://info")) == "info"
                 seen = json.loads(text_of(await client.call_tool("mod_headers", {})))
     # The first call and both of its retries name the method and the tool.
     assert seen.count(["tools/call", "two_rounds"]) == 3
     assert ["tools/list", None] in seen
     assert ["server/discover", None] in seen
+    # The upstream's own names: its prompt name (not the hub's prefixed one), the URI.
+    assert ["prompts/get", "greet"] in seen
+    assert ["resources/read", "mod://info"] in seen

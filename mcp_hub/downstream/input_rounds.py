@@ -22,6 +22,7 @@ the direct path (no background task): the upstream gets an error if it asks.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar, cast
@@ -36,23 +37,27 @@ from mcp.server.request_state import (
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
+    CallToolResult,
     CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequest,
     ElicitRequestParams,
     ElicitResult,
+    GetPromptResult,
     InputRequiredResult,
     ListRootsRequest,
     ListRootsResult,
+    ReadResourceResult,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from mcp_hub.downstream.call_context import SessionCallContext
-from mcp_hub.eras.held import HeldRounds, Round, RoundsFull
+from mcp_hub.eras.held import HeldRounds, Round, RoundsFull, owner_of
 
-__all__ = ["RoundCallContext", "install_state_boundary", "run_with_rounds", "wants_rounds"]
+__all__ = ["RoundCallContext", "install_state_boundary", "resume_for_replica",
+           "run_with_rounds", "wants_rounds"]
 
 logger = logging.getLogger("mcp_hub.eras")
 
@@ -89,9 +94,19 @@ def hub_principal(ctx: Ctx) -> str | None:
     return "bearer:" + hashlib.sha256(auth.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def install_state_boundary(server: Any, ttl: float) -> None:
-    """Seal and verify ``requestState`` on ``server`` (audience: its name)."""
-    security = RequestStateSecurity.ephemeral(ttl=ttl)
+def state_key(secret: str) -> bytes:
+    """The ``requestState`` key replicas sharing ``secret`` all derive (its own purpose)."""
+    return hmac.new(secret.encode(), b"mcp-hub requestState key v1", hashlib.sha256).digest()
+
+
+def install_state_boundary(server: Any, ttl: float, secret: str | None = None) -> None:
+    """Seal and verify ``requestState`` on ``server`` (audience: its name).
+
+    With ``secret`` (``[hub.http] session_secret``, shared by replicas) every
+    replica opens the others' states; without it the key is this process's own.
+    """
+    security = (RequestStateSecurity(keys=[state_key(secret)], ttl=ttl) if secret
+                else RequestStateSecurity.ephemeral(ttl=ttl))
     security.bind_principal = hub_principal
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))
 
@@ -107,6 +122,8 @@ class RoundCallContext(SessionCallContext):
         super().__init__(ctx, target, hub)
         self.round: Round | None = None
         self.attached = True
+        #: While another replica's request waits on the round: where progress and logs go.
+        self.remote: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
 
     def attach(self, ctx: Ctx) -> None:
         """Relay to ``ctx`` from now on: the request that is waiting on the round."""
@@ -121,10 +138,15 @@ class RoundCallContext(SessionCallContext):
     ) -> None:
         if self.attached:
             await super().report_progress(progress, total, message)
+        elif self.remote is not None:
+            await self.remote("progress", {"progress": progress, "total": total,
+                                           "message": message})
 
     async def log(self, level: Any, data: Any, logger: str | None = None) -> None:
         if self.attached:
             await super().log(level, data, logger)
+        elif self.remote is not None:
+            await self.remote("log", {"level": level, "data": data, "logger": logger})
 
     async def _ask(self, method: str, request: BaseModel, result_type: type[ModelT]) -> ModelT:
         round_ = self.round
@@ -197,6 +219,48 @@ async def _step(store: HeldRounds, round_: Round, call: RoundCallContext) -> Any
                                request_state=token)
 
 
+#: The results a retry can end in, by method (a forwarded answer is validated with these).
+_RESULTS: dict[str, TypeAdapter[Any]] = {
+    "tools/call": TypeAdapter(CallToolResult | InputRequiredResult),
+    "prompts/get": TypeAdapter(GetPromptResult | InputRequiredResult),
+    "resources/read": TypeAdapter(ReadResourceResult | InputRequiredResult),
+}
+
+
+def _wire_responses(responses: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, answer in (responses or {}).items():
+        out[str(key)] = (answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+                         if isinstance(answer, BaseModel) else answer)
+    return out
+
+
+async def resume_for_replica(
+    store: HeldRounds, token: str, method: str, target: str, responses: dict[str, Any],
+    notes: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
+    """Serve a retry another replica received for a round held here; its result's wire form.
+
+    The round's progress and log messages go to ``notes`` (to the replica whose
+    request waits) until it ends or asks again.
+    """
+    held = store.claim(token)
+    if held is None or held.method != method or held.target != target:
+        logger.warning("requestState refused on %s %s (from another replica): no such held "
+                       "round (replayed or ended)", method, target)
+        _refuse()
+    call: RoundCallContext = held.attached
+    call.attached = False
+    call.remote = notes
+    _deliver(held, responses)
+    try:
+        result = await _step(store, held, call)
+    finally:
+        call.remote = None
+    dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
 async def run_with_rounds(
     store: HeldRounds, ctx: Ctx, params: Any, *, method: str, target: str, hub: Any,
     invoke: Callable[[SessionCallContext], Awaitable[ResultT]],
@@ -215,6 +279,15 @@ async def run_with_rounds(
         call.round = round_
         round_.attached = call
         return cast("ResultT | InputRequiredResult", await _step(store, round_, call))
+    owner = owner_of(state) if isinstance(state, str) else None
+    if isinstance(state, str) and owner is not None and owner != store.replica:
+        forwarder = store.forwarder
+        if forwarder is None:
+            _refuse()
+        raw = await forwarder.forward(state, method, target,
+                                      _wire_responses(getattr(params, "input_responses", None)),
+                                      SessionCallContext(ctx, target, hub))
+        return cast("ResultT | InputRequiredResult", _RESULTS[method].validate_python(raw))
     held = store.claim(state) if isinstance(state, str) else None
     if held is None or held.method != method or held.target != target:
         logger.warning("requestState refused on %s %s: no such held round (replayed or ended)",

@@ -26,7 +26,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
@@ -63,6 +63,8 @@ class ReplicaBus:
         #: replica; True when it took the message (the HTTP fast path's own calls: an
         #: answer to a request it sent, a cancel of a call it runs).
         self.local_takers: list[Callable[[str, dict[str, Any]], bool]] = []
+        #: Handlers of further kinds of message, not tied to a session (kind -> handler).
+        self.handlers: dict[str, Callable[[Any], Awaitable[None]]] = {}
         state.on_message(self._received)
 
     def _transport(self, session_id: str) -> StreamableHTTPServerTransport | None:
@@ -83,6 +85,10 @@ class ReplicaBus:
                            "is unavailable")
             return
         self.counts["published"] += 1
+
+    async def send(self, kind: str, message: Any) -> None:
+        """Publish ``message`` of one of the :attr:`handlers`' kinds to every replica."""
+        await self._publish(kind, "", message)
 
     async def client_message(self, session_id: str, body: bytes) -> None:
         """A POST of ``session_id`` carried an answer or a cancel: tell every replica."""
@@ -110,6 +116,10 @@ class ReplicaBus:
                 return
             session_id, kind, raw = str(envelope["s"]), envelope["k"], envelope["m"]
         except (ValueError, KeyError, TypeError, AttributeError):
+            return
+        handler = self.handlers.get(kind)
+        if handler is not None:
+            await handler(raw)
             return
         if kind == "in" and self.local_takers:
             raw = self._take_locally(session_id, raw)

@@ -22,6 +22,7 @@ from mcp_hub.downstream.event_mirror import EventMirror, MirroredReplay
 from mcp_hub.downstream.replica_bus import BusTap, ReplicaBus
 from mcp_hub.downstream.replica_sessions import ReplicaSessions
 from mcp_hub.downstream.resume import Resumption
+from mcp_hub.downstream.round_relay import relay_rounds
 from mcp_hub.downstream.sealed_session import SessionSealer
 from mcp_hub.hub import Hub
 from mcp_hub.state import StateBackend
@@ -54,6 +55,7 @@ def attach_bus(state: StateBackend, managers: Iterable[StreamableHTTPSessionMana
     replicas.on_closed = bus.session_closed
     resumption.mirror = EventMirror(state, events, resumption.grace)
     bus.on_resumed = resumption.resumed
+    relay_rounds(bus, replicas.hub.rounds)  # a round's retry may reach another replica
     return bus
 
 

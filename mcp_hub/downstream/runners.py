@@ -54,6 +54,8 @@ async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
                 # The first answer's instructions name upstream problems as they are then.
                 await hub.wait_ready()
                 options.instructions = server.instructions = hub_instructions(hub)
+                # ... and its capabilities are the upstreams' as they are then.
+                options.capabilities = server.create_initialization_options().capabilities
 
             async with stdio_server(fast_path) as (read, write):
                 await server.run(FirstRequestGate(read, settle), write, options)

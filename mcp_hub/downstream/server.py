@@ -17,6 +17,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller, remember_caller
 from mcp_hub.downstream.call_context import connection_of
+from mcp_hub.downstream.capabilities import (
+    DiscoverAfterStartup,
+    merge_upstreams,
+    upstream_features,
+)
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions
@@ -56,6 +61,18 @@ class HubServer(Server[Any]):
         return super().create_initialization_options(
             notification_options, experimental_capabilities, extensions
         )
+
+    def get_capabilities(self, notification_options: NotificationOptions | None = None,
+                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                         extensions: dict[str, dict[str, Any]] | None = None, *,
+                         protocol_version: str | None = None) -> types.ServerCapabilities:
+        # initialize and server/discover alike: the hub's own, merged with its upstreams'.
+        own = super().get_capabilities(notification_options, experimental_capabilities,
+                                       extensions, protocol_version=protocol_version)
+        if self.hub is None:
+            return own
+        self.instructions = hub_instructions(self.hub)  # discover reads them after this
+        return merge_upstreams(own, upstream_features(self.hub.upstreams.connections()))
 
 
 def _track(hub: Hub, ctx: Ctx, caller: Caller | None = None) -> Any:
@@ -208,7 +225,8 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.
     # 2026-07-28 input rounds: requestState sealed and verified at the wire boundary.
-    install_state_boundary(server, hub.rounds.ttl)
+    install_state_boundary(server, hub.rounds.ttl, hub.config.hub.http.session_secret)
+    server.middleware.append(DiscoverAfterStartup(hub.wait_lists))
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, h.set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
     server.add_notification_handler(

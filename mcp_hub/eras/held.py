@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,7 +35,8 @@ from mcp.types import REQUEST_TIMEOUT, ErrorData
 
 from mcp_hub.errors import HubError
 
-__all__ = ["Ask", "HeldRounds", "LocalHeldRounds", "Round", "RoundCancelled", "RoundsFull"]
+__all__ = ["Ask", "Forwarder", "HeldRounds", "LocalHeldRounds", "Round", "RoundCancelled",
+           "RoundsFull", "owner_of"]
 
 logger = logging.getLogger("mcp_hub.eras")
 
@@ -132,8 +133,32 @@ class Round:
         self.scope.cancel()
 
 
+def owner_of(token: str) -> str | None:
+    """The replica a round's token names (``replica:round.seq``), if it names one."""
+    owner, sep, _ = token.partition(":")
+    return owner if sep else None
+
+
+class Forwarder(Protocol):
+    """Carries a retry to the replica that owns its round; returns that replica's answer."""
+
+    async def forward(self, token: str, method: str, target: str,
+                      responses: dict[str, Any], call: Any) -> dict[str, Any]:
+        """The wire form of the result (the final one, or the next round); raises MCPError.
+
+        ``call`` (a call context of the waiting request) gets the round's progress
+        and log messages meanwhile.
+        """
+        ...
+
+
 class HeldRounds(Protocol):
     """Where rounds run and wait between downstream requests."""
+
+    #: This replica's name in the tokens, when replicas share the rounds' retries.
+    replica: str | None
+    #: Set when a retry for a round of another replica can be carried there.
+    forwarder: Forwarder | None
 
     def start(self, method: str, target: str, run: Callable[[Round], Awaitable[Any]]) -> Round:
         """Start ``run(round)`` in the background; raises :class:`RoundsFull`."""
@@ -169,13 +194,21 @@ class LocalHeldRounds:
         self._wake = anyio.Event()
         #: Rounds ended because the client never came back (for status and tests).
         self.expired = 0
+        self.replica: str | None = None
+        self.forwarder: Forwarder | None = None
+        #: Retries carried to the replica that owned their round, and served for another.
+        self.forwarded = 0
+        self.served_remote = 0
 
     def __len__(self) -> int:
         return len(self._rounds)
 
     def report(self) -> dict[str, Any]:
-        return {"alive": len(self._rounds), "expired": self.expired, "ttl_seconds": self.ttl,
-                "max": self.max_rounds}
+        report: dict[str, Any] = {"alive": len(self._rounds), "expired": self.expired,
+                                  "ttl_seconds": self.ttl, "max": self.max_rounds}
+        if self.replica is not None:
+            report.update(forwarded=self.forwarded, served_for_other_replicas=self.served_remote)
+        return report
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
                   ) -> None:
@@ -237,10 +270,19 @@ class LocalHeldRounds:
         round_.deadline = anyio.current_time() + self.ttl
         self._wake.set()
         self._wake = anyio.Event()
-        return f"{round_.id}.{round_.seq}"
+        token = f"{round_.id}.{round_.seq}"
+        return f"{self.replica}:{token}" if self.replica is not None else token
+
+    def spawn(self, run: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Run ``run()`` in the rounds' task group (a retry served for another replica)."""
+        if self._tg is None:
+            raise RoundsFull("input rounds are not available (the hub is not running)")
+        self._tg.start_soon(run)
 
     def claim(self, token: str) -> Round | None:
-        rid, _, seq = token.partition(".")
+        if owner_of(token) != self.replica:
+            return None
+        rid, _, seq = token.rpartition(":")[2].partition(".")
         round_ = self._rounds.get(rid)
         if round_ is None or round_.deadline is None or str(round_.seq) != seq:
             return None

@@ -12,6 +12,7 @@ related to the call that caused it. Tools:
 ``progress``       ``{steps}`` → progress notifications, then "done N"
 ``slow``           ``{seconds}`` → sleeps (cancellable), records "cancelled" if cancelled
 ``ask_and_record`` ``{message}`` → elicits; records what happened to the request
+``ask_then_slow``  ``{seconds}`` → elicits, records the answer, then sleeps like ``slow``
 ``events``         → the recorded events, one per line
 ``add_tool``       ``{name}`` adds a tool and sends tools/list_changed
 =================  ==========================================================
@@ -35,42 +36,39 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from tests.fixtures_upstream.shared_tools import (
+    EVENTS,
+    FORM,
+    SHARED_TOOLS,
+    STR,
+    elicited,
+    plain_tool,
+    rooted,
+    sampled,
+    sampling_params,
+    text,
+    tool,
+    two_rounds_prompt,
+    two_rounds_question,
+)
+
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
-EVENTS: list[str] = []
-_STR = {"type": "string"}
-_FORM = {"type": "object", "properties": {"answer": _STR}, "required": ["answer"]}
-
-
-def _tool(name: str, props: dict[str, Any] | None = None) -> types.Tool:
-    return types.Tool(name=name, description=f"The {name} test tool.",
-                      input_schema={"type": "object", "properties": props or {}})
-
-
 TOOLS = {t.name: t for t in [
-    _tool("sample", {"prompt": _STR}), _tool("elicit", {"message": _STR}),
-    _tool("elicit_url", {"url": _STR}), _tool("roots"), _tool("two_rounds", {"tag": _STR}),
-    _tool("progress", {"steps": {"type": "integer"}}),
-    _tool("slow", {"seconds": {"type": "number"}, "report": {"type": "boolean"}}),
-    _tool("ask_and_record", {"message": _STR}), _tool("events"), _tool("add_tool", {"name": _STR}),
+    *SHARED_TOOLS, tool("elicit_url", {"url": STR}), tool("ask_and_record", {"message": STR}),
+    tool("ask_then_slow", {"seconds": {"type": "number"}}),
 ]}
 
 
-def _text(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)])
-
-
 async def _sample(ctx: ServerRequestContext, prompt: str) -> str:
-    result = await ctx.session.create_message(
-        [types.SamplingMessage(role="user", content=types.TextContent(text=prompt))],
-        max_tokens=50, related_request_id=ctx.request_id)
-    content = result.content
-    text = content.text if isinstance(content, types.TextContent) else content.type
-    return f"sampled[{result.model}]: {text}"
+    params = sampling_params(prompt)
+    result = await ctx.session.create_message(params.messages, max_tokens=params.max_tokens,
+                                              related_request_id=ctx.request_id)
+    return sampled(result)
 
 
 async def _elicit(ctx: ServerRequestContext, message: str) -> types.ElicitResult:
-    return await ctx.session.elicit_form(message, _FORM, related_request_id=ctx.request_id)
+    return await ctx.session.elicit_form(message, FORM, related_request_id=ctx.request_id)
 
 
 async def _record(ctx: ServerRequestContext, message: str) -> types.CallToolResult:
@@ -83,7 +81,11 @@ async def _record(ctx: ServerRequestContext, message: str) -> types.CallToolResu
         EVENTS.append("cancelled")
         raise
     EVENTS.append(f"answered: {answer.action}")
-    return _text(answer.action)
+    return text(answer.action)
+
+
+def _add(new: types.Tool) -> None:
+    TOOLS[new.name] = new
 
 
 async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams
@@ -91,45 +93,28 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     args: dict[str, Any] = dict(params.arguments or {})
     name = params.name
     if name == "sample":
-        return _text(await _sample(ctx, str(args["prompt"])))
+        return text(await _sample(ctx, str(args["prompt"])))
     if name == "elicit":
-        answer = await _elicit(ctx, str(args["message"]))
-        return _text(json.dumps({"action": answer.action, "content": answer.content}))
+        return elicited(await _elicit(ctx, str(args["message"])))
     if name == "elicit_url":
         answer = await ctx.session.elicit_url("Please open the page", str(args["url"]), "el-1",
                                               related_request_id=ctx.request_id)
-        return _text(json.dumps({"action": answer.action}))
+        return text(json.dumps({"action": answer.action}))
     if name == "roots":
-        roots = await ctx.session.list_roots()
-        return _text(json.dumps([str(r.uri) for r in roots.roots]))
+        return rooted(await ctx.session.list_roots())
     if name == "two_rounds":
-        first = await _elicit(ctx, f"name for {args['tag']}?")
-        answer = (first.content or {}).get("answer", "")
+        first = await _elicit(ctx, two_rounds_question(str(args["tag"])))
         await ctx.session.report_progress(1, 2, "asked once")
-        return _text(await _sample(ctx, f"{args['tag']}:{answer}"))
-    if name == "progress":
-        steps = int(args.get("steps", 3))
-        for i in range(1, steps + 1):
-            await ctx.session.report_progress(i, steps, f"step {i}")
-        return _text(f"done {steps}")
-    if name == "slow":
-        if args.get("report"):
-            await ctx.session.report_progress(0, 1, "started")
-        try:
-            await anyio.sleep(float(args.get("seconds", 30)))
-        except anyio.get_cancelled_exc_class():
-            EVENTS.append("cancelled")
-            raise
-        return _text("slept")
+        return text(await _sample(ctx, two_rounds_prompt(str(args["tag"]), first)))
     if name == "ask_and_record":
         return await _record(ctx, str(args["message"]))
-    if name == "events":
-        return _text("\n".join(EVENTS))
-    if name == "add_tool":
-        TOOLS[str(args["name"])] = _tool(str(args["name"]))
-        await ctx.session.send_tool_list_changed()
-        return _text("added")
-    raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+    if name == "ask_then_slow":
+        await _record(ctx, "go on?")
+        return await call_tool(ctx, types.CallToolRequestParams(name="slow", arguments=args))
+    plain = await plain_tool(ctx, name, args, ctx.session.send_tool_list_changed, _add)
+    if plain is None:
+        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+    return plain
 
 
 async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None

@@ -8,9 +8,10 @@ state, answered by the client re-sending the call:
 ``sample {prompt}``, ``elicit {message}``, ``roots``, ``two_rounds {tag}``
 (an elicitation round, then a sampling round using its answer),
 ``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name, quiet?}``,
-announced on ``subscriptions/listen`` (unless ``quiet`` is true).
-Its ``tools/list`` carries ``ttlMs`` from ``MODERN_LIST_TTL_MS`` (default 0) and
-``cacheScope`` from ``MODERN_LIST_SCOPE`` (default private). Runs on stdio, or on Streamable HTTP with
+announced on ``subscriptions/listen`` (unless ``quiet`` is true); prompt ``greet {name}`` and
+resource ``mod://info`` ask nothing. Its ``tools/list`` carries ``ttlMs`` from
+``MODERN_LIST_TTL_MS`` (default 0) and ``cacheScope`` from ``MODERN_LIST_SCOPE`` (default
+private). Runs on stdio, or on Streamable HTTP with
 ``--port N``, where ``headers`` returns the ``Mcp-Method``/``Mcp-Name`` headers of
 every request it received.
 """
@@ -29,67 +30,59 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
-EVENTS: list[str] = []
-_STR = {"type": "string"}
-_FORM = {"type": "object", "properties": {"answer": _STR}, "required": ["answer"]}
+from tests.fixtures_upstream.shared_tools import (
+    FORM,
+    SHARED_TOOLS,
+    elicited,
+    plain_tool,
+    rooted,
+    sampled,
+    sampling_params,
+    text,
+    tool,
+    two_rounds_prompt,
+    two_rounds_question,
+)
 
-
-def _tool(name: str, props: dict[str, Any] | None = None) -> types.Tool:
-    return types.Tool(name=name, description=f"The {name} test tool.",
-                      input_schema={"type": "object", "properties": props or {}})
-
-
-TOOLS = [
-    _tool("sample", {"prompt": _STR}), _tool("elicit", {"message": _STR}), _tool("roots"),
-    _tool("two_rounds", {"tag": _STR}), _tool("progress", {"steps": {"type": "integer"}}),
-    _tool("slow", {"seconds": {"type": "number"}, "report": {"type": "boolean"}}),
-    _tool("events"), _tool("add_tool", {"name": _STR}), _tool("headers"),
-]
+TOOLS = [*SHARED_TOOLS, tool("headers")]
 #: (Mcp-Method, Mcp-Name) of every HTTP request this server received.
 HEADERS: list[list[str | None]] = []
 BUS = InMemorySubscriptionBus()
 
 
-def _text(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)])
-
-
 def _sampling(prompt: str) -> types.CreateMessageRequest:
-    return types.CreateMessageRequest(params=types.CreateMessageRequestParams(
-        messages=[types.SamplingMessage(role="user", content=types.TextContent(text=prompt))],
-        max_tokens=50))
+    return types.CreateMessageRequest(params=sampling_params(prompt))
 
 
 def _eliciting(message: str) -> types.ElicitRequest:
     return types.ElicitRequest(params=types.ElicitRequestFormParams(
-        message=message, requested_schema=_FORM))
+        message=message, requested_schema=FORM))
 
 
 def _ask(key: str, request: Any, state: str) -> types.InputRequiredResult:
     return types.InputRequiredResult(input_requests={key: request}, request_state=state)
 
 
-def _sampled(answer: Any) -> str:
-    result = types.CreateMessageResult.model_validate(answer.model_dump(by_alias=True))
-    content = result.content
-    text = content.text if isinstance(content, types.TextContent) else content.type
-    return f"sampled[{result.model}]: {text}"
-
-
-def _answer(params: types.CallToolRequestParams, key: str) -> Any:
-    return (params.input_responses or {}).get(key)
+def _answer(params: types.CallToolRequestParams, key: str, kind: type[Any]) -> Any:
+    answer = (params.input_responses or {}).get(key)
+    return None if answer is None else kind.model_validate(answer.model_dump(by_alias=True))
 
 
 async def _two_rounds(params: types.CallToolRequestParams, tag: str
                       ) -> types.CallToolResult | types.InputRequiredResult:
     state = params.request_state or ""
-    if state.startswith("r2:") and _answer(params, "s") is not None:
-        return _text(_sampled(_answer(params, "s")))
-    elicited = _answer(params, "e")
-    if state == "r1" and elicited is not None:
-        name = (elicited.content or {}).get("answer", "")
-        return _ask("s", _sampling(f"{tag}:{name}"), f"r2:{name}")
-    return _ask("e", _eliciting(f"name for {tag}?"), "r1")
+    sample = _answer(params, "s", types.CreateMessageResult)
+    if state.startswith("r2:") and sample is not None:
+        return text(sampled(sample))
+    first = _answer(params, "e", types.ElicitResult)
+    if state == "r1" and first is not None:
+        prompt = two_rounds_prompt(tag, first)
+        return _ask("s", _sampling(prompt), f"r2:{prompt}")
+    return _ask("e", _eliciting(two_rounds_question(tag)), "r1")
+
+
+async def _announce() -> None:
+    await BUS.publish(ToolsListChanged())
 
 
 async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams
@@ -97,46 +90,31 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     args: dict[str, Any] = dict(params.arguments or {})
     name = params.name
     if name == "sample":
-        answer = _answer(params, "s")
+        answer = _answer(params, "s", types.CreateMessageResult)
         if answer is None:
             return _ask("s", _sampling(str(args["prompt"])), "sample")
-        return _text(_sampled(answer))
+        return text(sampled(answer))
     if name == "elicit":
-        answer = _answer(params, "e")
+        answer = _answer(params, "e", types.ElicitResult)
         if answer is None:
             return _ask("e", _eliciting(str(args["message"])), "elicit")
-        return _text(json.dumps({"action": answer.action, "content": answer.content}))
+        return elicited(answer)
     if name == "roots":
-        answer = _answer(params, "r")
+        answer = _answer(params, "r", types.ListRootsResult)
         if answer is None:
             return _ask("r", types.ListRootsRequest(), "roots")
-        return _text(json.dumps([str(r.uri) for r in answer.roots]))
+        return rooted(answer)
     if name == "two_rounds":
         return await _two_rounds(params, str(args["tag"]))
-    if name == "progress":
-        steps = int(args.get("steps", 3))
-        for i in range(1, steps + 1):
-            await ctx.session.report_progress(i, steps, f"step {i}")
-        return _text(f"done {steps}")
-    if name == "slow":
-        if args.get("report"):
-            await ctx.session.report_progress(0, 1, "started")
-        try:
-            await anyio.sleep(float(args.get("seconds", 30)))
-        except anyio.get_cancelled_exc_class():
-            EVENTS.append("cancelled")
-            raise
-        return _text("slept")
-    if name == "events":
-        return _text("\n".join(EVENTS))
     if name == "headers":
-        return _text(json.dumps(HEADERS))
-    if name == "add_tool":
-        TOOLS.append(_tool(str(args["name"])))
-        if not args.get("quiet"):  # quiet: only a re-list (after ttlMs) finds the new tool
-            await BUS.publish(ToolsListChanged())
-        return _text("added")
-    raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+        return text(json.dumps(HEADERS))
+    if name == "add_tool" and args.get("quiet"):  # only a re-list (after ttlMs) finds it
+        TOOLS.append(tool(str(args["name"])))
+        return text("added")
+    plain = await plain_tool(ctx, name, args, _announce, TOOLS.append)
+    if plain is None:
+        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+    return plain
 
 
 async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
@@ -145,6 +123,29 @@ async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestPa
     scope = "public" if os.environ.get("MODERN_LIST_SCOPE") == "public" else "private"
     return types.ListToolsResult(tools=TOOLS, ttl_ms=int(os.environ.get("MODERN_LIST_TTL_MS", "0")),
                                  cache_scope=scope)
+
+
+async def list_prompts(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+                       ) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[types.Prompt(name="greet")])
+
+
+async def get_prompt(ctx: ServerRequestContext, params: types.GetPromptRequestParams
+                     ) -> types.GetPromptResult:
+    who = (params.arguments or {}).get("name", "you")
+    return types.GetPromptResult(messages=[types.PromptMessage(
+        role="user", content=types.TextContent(text=f"hello {who}"))])
+
+
+async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+                         ) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[types.Resource(uri="mod://info", name="info")])
+
+
+async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+                        ) -> types.ReadResourceResult:
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri,
+                                                                         text="info")])
 
 
 async def modern_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
@@ -156,6 +157,8 @@ async def modern_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) 
 
 def build() -> Server[Any]:
     server: Server[Any] = Server("modern", on_call_tool=call_tool, on_list_tools=list_tools,
+                                 on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+                                 on_list_resources=list_resources, on_read_resource=read_resource,
                                  on_subscriptions_listen=ListenHandler(BUS))
     server.middleware.append(modern_only)
     return server

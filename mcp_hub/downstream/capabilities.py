@@ -1,0 +1,102 @@
+"""What the hub advertises: its own capabilities merged with its upstreams'.
+
+``initialize`` (2025 clients) and ``server/discover`` (2026-07-28 clients) both
+take their capabilities from the SDK's ``Server.get_capabilities``; the hub's
+server passes them through :func:`merge_upstreams` so that both eras are told
+the same thing, and only what the hub really serves:
+
+* ``tools`` always (the hub's own tools), ``logging`` always (the hub answers
+  ``logging/setLevel`` and forwards upstream log messages);
+* ``prompts`` and ``resources`` when at least one upstream offers them;
+* ``resources.subscribe`` when at least one 2025-era upstream accepts
+  subscriptions (the hub forwards a subscription to the upstream that owns the
+  resource; a 2026-07-28 upstream's resource updates come on its listen stream,
+  which the hub does not relay);
+* ``completions`` when at least one upstream offers them (the hub forwards
+  ``completion/complete`` to the owner of the prompt or template);
+* ``listChanged`` on every list the hub advertises: it forwards every change.
+
+``server/discover`` waits, like the lists, for the upstreams' first
+connection attempts (never past the start-up deadline:
+:class:`DiscoverAfterStartup`); so does the first ``initialize`` over
+stdio (the stdio runner answers it once the hub is ready). An upstream still on its first attempt
+after that counts as offering everything it might (its capabilities are not
+known yet); a parked, failed or disabled upstream counts as offering nothing.
+The answer is computed per request, so it follows upstreams that come, go or
+change with a reload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from mcp import types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+__all__ = ["DiscoverAfterStartup", "merge_upstreams", "upstream_features"]
+
+
+#: The features an upstream contributes to the hub's own capabilities.
+FEATURES = ("prompts", "resources", "subscribe", "completions")
+
+
+def _modern(conn: Any) -> bool:
+    session = getattr(conn, "session", None)
+    return getattr(session, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+def upstream_features(connections: Iterable[Any]) -> set[str]:
+    """Which of :data:`FEATURES` at least one upstream offers (or may, while connecting)."""
+    found: set[str] = set()
+    for conn in connections:
+        caps: types.ServerCapabilities | None = getattr(conn, "capabilities", None)
+        state = str(getattr(getattr(conn, "state", None), "value", ""))
+        if caps is None:
+            if state == "connecting":
+                found.update(FEATURES)
+            continue
+        if state in ("disabled", "parked"):
+            continue
+        if caps.prompts is not None:
+            found.add("prompts")
+        if caps.resources is not None:
+            found.add("resources")
+            # A 2026-07-28 upstream's "subscribe" means resource updates on its
+            # subscriptions/listen stream, which the hub does not relay.
+            if caps.resources.subscribe and not _modern(conn):
+                found.add("subscribe")
+        if caps.completions is not None:
+            found.add("completions")
+    return found
+
+
+def merge_upstreams(own: types.ServerCapabilities, features: set[str]
+                    ) -> types.ServerCapabilities:
+    """The hub's capabilities ``own``, narrowed to what the upstreams let it serve."""
+    update: dict[str, Any] = {}
+    if "prompts" not in features:
+        update["prompts"] = None
+    if "resources" not in features:
+        update["resources"] = None
+    elif own.resources is not None:
+        subscribe = bool(own.resources.subscribe) and "subscribe" in features
+        update["resources"] = own.resources.model_copy(update={"subscribe": subscribe})
+    if "completions" not in features:
+        update["completions"] = None
+    return own.model_copy(update=update)
+
+
+
+class DiscoverAfterStartup:
+    """Server middleware: ``server/discover`` waits for the upstreams' first connects."""
+
+    def __init__(self, wait_lists: Callable[[], Awaitable[None]]) -> None:
+        self.wait_lists = wait_lists
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                       ) -> HandlerResult:
+        if ctx.method == "server/discover":
+            await self.wait_lists()
+        return await call_next(ctx)
