@@ -37,6 +37,10 @@ class FusionWeights:
     #: A tool no query word matched needs at least this cosine to be a hit at all, so
     #: that a query about something the catalog lacks still gets "no match".
     min_semantic: float = 0.35
+    #: The same for the full transformer, whose cosines run lower. Both are the 5th
+    #: percentile of the cosine between a tuning query and its best correct tool
+    #: (static vectors 0.341, transformer 0.232).
+    min_semantic_transformer: float = 0.23
 
 
 DEFAULT_FUSION = FusionWeights()
