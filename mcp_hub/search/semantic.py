@@ -158,6 +158,7 @@ class SemanticEngine:
             out["reason"] = self.reason
         if self._cache is not None:
             out["model"] = self.model
+            out["transformer_max_tools"] = self.transformer_max_tools
             out["cached_embeddings"] = len(self._cache.store)
         return out
 
