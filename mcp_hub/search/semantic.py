@@ -19,12 +19,14 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_hub.search.dense_scores import DenseLexical, cosine_scores
 from mcp_hub.search.embedding_cache import EmbeddingCache, VectorStore, text_key
 from mcp_hub.search.encoder import DEFAULT_MODEL, Encoder, EncoderUnavailable, load_encoder
-from mcp_hub.search.fusion import DEFAULT_FUSION, FusionWeights, fuse
+from mcp_hub.search.fusion import DEFAULT_FUSION, FusionWeights, fuse_dense
 from mcp_hub.search.ranking import Match, SearchIndex, ToolDoc
 from mcp_hub.search.vocabulary import name_words
 
@@ -62,14 +64,19 @@ class SemanticEngine:
         model: str = DEFAULT_MODEL,
         cache_dir: Path | None = None,
         fusion: FusionWeights = DEFAULT_FUSION,
+        transformer_max_tools: int = 1000,
     ) -> None:
         self.ranking = ranking
+        self.transformer_max_tools = transformer_max_tools
         self.model = model
         self.cache_dir = cache_dir
         self.fusion = fusion
         self.reason: str | None = "ranking = lexical" if ranking == "lexical" else None
         self._encoder: Encoder | None = None
         self._cache: EmbeddingCache | None = None
+        self._teacher: Encoder | None = None
+        self._teacher_cache: EmbeddingCache | None = None
+        self._last: EmbeddingCache | None = None
         self._tried = ranking == "lexical"
         self._lock = threading.Lock()
 
@@ -98,6 +105,10 @@ class SemanticEngine:
         self._cache = EmbeddingCache(
             VectorStore(self._file(f"tools-{encoder.model_id}.bin"), 16, encoder.dim), encoder.model_id
         )
+        self._teacher = teacher
+        self._teacher_cache = EmbeddingCache(
+            VectorStore(self._file(f"tools-{teacher.model_id}.bin"), 16, teacher.dim), teacher.model_id
+        )
         self._encoder = encoder
         logger.info("tool_search ranks hybrid with %s (%d cached tool embeddings)", self.model, len(self._cache.store))
 
@@ -105,20 +116,39 @@ class SemanticEngine:
         return self.cache_dir / name if self.cache_dir is not None else None
 
     @property
+    def teacher(self) -> Encoder | None:
+        """The full transformer (None until loaded or when unavailable)."""
+        return self._teacher
+
+    @property
     def cache(self) -> EmbeddingCache | None:
-        return self._cache
+        """The tool-vector cache the last :meth:`index` used (the static one before any)."""
+        return self._last or self._cache
+
+    def _pick(self, n_tools: int) -> tuple[Encoder, EmbeddingCache]:
+        """The full transformer for catalogs of up to ``transformer_max_tools``, else static vectors.
+
+        The transformer reads a text in context and ranks better (see
+        docs/tool-search.md), but costs milliseconds per text where the static
+        table costs microseconds: a query pays that once, a first build once per tool.
+        """
+        if n_tools <= self.transformer_max_tools and self._teacher is not None and self._teacher_cache is not None:
+            return self._teacher, self._teacher_cache
+        assert self._encoder is not None and self._cache is not None
+        return self._encoder, self._cache
 
     def index(self, lexical: SearchIndex) -> SearchIndex | HybridIndex:
         """``lexical`` with embeddings of its tools, or ``lexical`` itself on fallback."""
-        encoder = self.encoder()
-        if encoder is None or self._cache is None:
+        if self.encoder() is None or self._cache is None:
             return lexical
         texts = [tool_text(d) for d in lexical.docs]
-        matrix = self._cache.embed(texts, encoder.encode)
-        store = self._cache.store
+        encoder, cache = self._pick(len(texts))
+        matrix = cache.embed(texts, encoder.encode)
+        store = cache.store
         if len(store) > 4 * len(texts) + 10_000:  # forget tools long gone, keep other callers' catalogs
             store.compact(text_key(encoder.model_id, t) for t in texts)
-        return HybridIndex(lexical, matrix, self)
+        self._last = cache
+        return HybridIndex(lexical, matrix, self, encoder)
 
     def status(self) -> dict[str, Any]:
         """For ``hub_status``: what was asked, what runs, and why not hybrid."""
@@ -128,6 +158,7 @@ class SemanticEngine:
             out["reason"] = self.reason
         if self._cache is not None:
             out["model"] = self.model
+            out["transformer_max_tools"] = self.transformer_max_tools
             out["cached_embeddings"] = len(self._cache.store)
         return out
 
@@ -135,9 +166,13 @@ class SemanticEngine:
 class HybridIndex:
     """A :class:`SearchIndex` whose ``search`` fuses lexical scores with cosine similarity."""
 
-    def __init__(self, lexical: SearchIndex, matrix: NDArray[np.float32], engine: SemanticEngine) -> None:
+    def __init__(
+        self, lexical: SearchIndex, matrix: NDArray[np.float32], engine: SemanticEngine, encoder: Encoder
+    ) -> None:
         self.lexical = lexical
+        self.encoder = encoder
         self.matrix = matrix
+        self._dense = DenseLexical(lexical)
         self._engine = engine
         self._queries: OrderedDict[str, Any] = OrderedDict()
 
@@ -151,9 +186,7 @@ class HybridIndex:
     def query_vector(self, query: str) -> Any:
         vec = self._queries.get(query)
         if vec is None:
-            encoder = self._engine.encoder()
-            assert encoder is not None
-            vec = self._queries[query] = encoder.encode([query])[0]
+            vec = self._queries[query] = self.encoder.encode([query])[0]
             while len(self._queries) > _QUERY_CACHE:
                 self._queries.popitem(last=False)
         return vec
@@ -163,11 +196,14 @@ class HybridIndex:
         if limit <= 0 or not len(self.lexical):
             return []
         try:
-            cosine = self.matrix @ self.query_vector(query)
+            cosine = cosine_scores(self.matrix, self.query_vector(query))
         except Exception as exc:  # e.g. the weights vanished while a new word piece needed them
             logger.warning("tool_search ranks this query lexically: %s: %s", type(exc).__name__, exc)
             return self.lexical.search(query, limit)
-        ranked = fuse(self.lexical.scores(query), cosine, limit, self._engine.fusion)
+        weights = self._engine.fusion
+        if self.encoder is self._engine.teacher:
+            weights = replace(weights, min_semantic=weights.min_semantic_transformer)
+        ranked = fuse_dense(self._dense.scores(query), cosine, limit, weights)
         return [self.lexical.match(doc, score) for doc, score in ranked]
 
 
@@ -181,11 +217,12 @@ def engine_for(settings: Any) -> SemanticEngine:
     model = str(getattr(settings, "model", None) or DEFAULT_MODEL)
     raw_dir = getattr(settings, "cache_dir", None)
     cache_dir = Path(raw_dir).expanduser() if raw_dir else default_cache_dir()
-    key = (ranking, model, str(cache_dir))
+    max_tools = int(getattr(settings, "transformer_max_tools", 1000))
+    key = (ranking, model, str(cache_dir), max_tools)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
-            engine = _ENGINES[key] = SemanticEngine(ranking, model, cache_dir)
+            engine = _ENGINES[key] = SemanticEngine(ranking, model, cache_dir, transformer_max_tools=max_tools)
         return engine
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from mcp_hub.search.encoder import MiniLMEncoder
+    from mcp_hub.search.onnx_encoder import OnnxEncoder
 
 __all__ = ["StaticEncoder"]
 
@@ -42,12 +43,14 @@ _ID = struct.Struct("<I")
 _DISTIL_BATCH = 256
 _COMMON = 2000
 _REMOVED_COMPONENTS = 4
+#: Store keys from here on hold derived rows (mean, principal directions), not token ids.
+_DERIVED = 0xFFFFFF00
 
 
 class StaticEncoder:
     """Texts to mean-of-token vectors, token vectors distilled from ``teacher`` on demand."""
 
-    def __init__(self, teacher: MiniLMEncoder, store: VectorStore) -> None:
+    def __init__(self, teacher: MiniLMEncoder | OnnxEncoder, store: VectorStore) -> None:
         import numpy as np
 
         self._teacher = teacher
@@ -75,9 +78,30 @@ class StaticEncoder:
         self._weight = (np.log1p(rank) * wordlike).astype(np.float32)
         common = np.arange(first, min(first + _COMMON, vocab))
         self._ensure(common)
-        self._mean = self._table[common].mean(0)
-        _, _, vt = np.linalg.svd(self._table[common] - self._mean, full_matrices=False)
-        self._top = np.ascontiguousarray(vt[:_REMOVED_COMPONENTS])
+        self._mean, self._top = self._removed_directions(common)
+
+    def _removed_directions(self, common: Any) -> tuple[Any, Any]:
+        """The common tokens' mean and top principal directions, kept in the store.
+
+        They depend on the teacher only; computing them (an eigen-decomposition)
+        took most of a warm start's time on a loaded machine, so a start reads them.
+        """
+        import numpy as np
+
+        keys = [_ID.pack(_DERIVED + i) for i in range(_REMOVED_COMPONENTS + 1)]
+        raws = self._store.get_many(keys)
+        if all(raw is not None for raw in raws):
+            rows = np.stack([np.frombuffer(raw or b"", dtype=np.float32) for raw in raws])
+            return rows[0].copy(), np.ascontiguousarray(rows[1:])
+        mean = self._table[common].mean(0)
+        # The top right singular vectors of the centred table are the top eigenvectors
+        # of its 384 x 384 scatter matrix.
+        centred = (self._table[common] - mean).astype(np.float64)
+        _, vecs = np.linalg.eigh(centred.T @ centred)
+        top = np.ascontiguousarray(vecs[:, ::-1][:, :_REMOVED_COMPONENTS].T.astype(np.float32))
+        rows = np.vstack([mean[None, :], top]).astype(np.float32)
+        self._store.put_many((k, r.tobytes()) for k, r in zip(keys, rows, strict=True))
+        return mean, top
 
     @property
     def model_id(self) -> str:
