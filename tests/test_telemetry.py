@@ -304,12 +304,11 @@ async def test_an_unreachable_collector_is_logged_once_and_bounded(
         async with Hub(config, load_plugin_modules=False) as hub:
             await hub.wait_ready(20)
             health = hub.telemetry.providers.health  # type: ignore[union-attr]
-            processor = hub.telemetry.providers.span_processor  # type: ignore[union-attr]
+            spans = hub.telemetry.providers.span_queue  # type: ignore[union-attr]
             for i in range(300):
                 result = await hub.call_tool("trace_seen", {}, CallContext(request_id=i))
                 assert not result.is_error
-            queue = processor._batch_processor._queue
-            assert len(queue) <= 64
+            assert len(spans.queue) <= 64
             await _wait(lambda: health.failures >= 3)
     warnings = [r for r in caplog.records if "cannot export" in r.getMessage()]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
@@ -372,10 +371,10 @@ def test_queued_durations_stay_bounded_and_are_never_lost(monkeypatch: pytest.Mo
         def record(self, value: float, attributes: dict[str, str]) -> None:
             self.records.append((value, attributes))
 
-    tel = spans.Telemetry(tracer=None, meter=None, known_tool=lambda n: True)
+    tel = spans.Telemetry(sampler=None, meter=None, known_tool=lambda n: True, spans=[])
     histogram = Histogram()
     for i in range(25):
-        tel.observe(histogram, float(i), {"gen_ai.tool.name": "echo"})
+        tel.observe(histogram, float(i), tel.labels(("echo",), lambda: {"gen_ai.tool.name": "echo"}))
     assert len(tel.durations) == 10 and len(histogram.records) == 15
     tel.drain()
     assert not tel.durations and len(histogram.records) == 25

@@ -65,12 +65,11 @@ def start_telemetry(config: TelemetryConfig, *, service_version: str,
         logger.warning("telemetry is configured but the OpenTelemetry SDK is missing (%s); "
                        "install mcp-hub[otel]. Telemetry stays off.", exc.name)
         return OFF
-    tracer = providers.tracer_provider.get_tracer("mcp_hub", service_version)
     meter = (providers.meter_provider.get_meter("mcp_hub", service_version)
              if providers.meter_provider is not None else None)
     logger.info("telemetry: traces%s to %s, sample ratio %g", " and metrics" if meter else "",
                 settings.label, settings.sample_ratio)
-    return Telemetry(tracer, meter, known_tool, providers=providers)
+    return Telemetry(providers.sampler, meter, known_tool, providers=providers)
 
 
 async def stop_telemetry(telemetry: Telemetry | TelemetryOff, *, grace: float = 5.0) -> None:
