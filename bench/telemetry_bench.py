@@ -5,9 +5,9 @@ One command, from the repository root::
     .venv/bin/python bench/telemetry_bench.py [--calls 4000] [--rounds 6]
 
 Two hubs in this process, alike except for ``[telemetry]``: one off, one on at
-sample ratio 1.0 exporting to an OTLP/HTTP sink (bench/otlp_sink.py, a thread
-of this process). Each calls the same tool through :meth:`Hub.call_tool`, the
-path every transport shares, without any transport around it, so the
+sample ratio 1.0 exporting to an OTLP/HTTP receiver that only counts
+(tests/otlp_receiver.py with ``decode=False``, a thread of this process).
+Each calls the same tool through :meth:`Hub.call_tool`, the path every transport shares, without any transport around it, so the
 difference is what telemetry costs the hub and nothing else:
 
 * ``local``    — a trivial tool in the hub's registry (the server span only);
@@ -40,10 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcp.types import CallToolResult, TextContent
 
 from bench.common import hub_config, markdown_table
-from bench.otlp_sink import otlp_sink
 from mcp_hub.config import load_config
 from mcp_hub.context import CallContext
 from mcp_hub.hub import Hub
+from tests.otlp_receiver import otlp_receiver
 
 
 async def _noop(args: dict[str, Any] | None = None, **_: Any) -> CallToolResult:
@@ -79,7 +79,7 @@ async def run(args: argparse.Namespace) -> list[list[str]]:
     tmp = Path(tempfile.mkdtemp(prefix="mcp-hub-telemetry-bench-"))
     base = hub_config(tmp / "off.toml", {"echo": {}})
     rows: list[list[str]] = []
-    with otlp_sink() as (sink, counts):
+    with otlp_receiver(decode=False) as (sink, received):
         on_path = tmp / "on.toml"
         on_path.write_text(base.read_text() + f'\n[telemetry]\notlp_endpoint = "{sink}"\n'
                            "sample_ratio = 1.0\n")
@@ -107,7 +107,7 @@ async def run(args: argparse.Namespace) -> list[list[str]]:
                              f"{wall['on'] - wall['off']:+.1f}", f"{p99['off']:.0f} / {p99['on']:.0f}",
                              f"{cpu['off']:.1f}", f"{cpu['on']:.1f}", f"{cpu['on'] - cpu['off']:+.1f}",
                              f"{proc['on'] - proc['off']:+.1f}", str(samples["on"].calls)])
-    print(f"OTLP sink received: {counts}", file=sys.stderr)
+    print(f"OTLP receiver got: {received.counts}", file=sys.stderr)
     return rows
 
 

@@ -71,7 +71,7 @@ def parse_traceparent(value: Any, tracestate: Any = None) -> Parent | None:
 
 def parent_from(meta: Mapping[str, Any] | None, headers: Mapping[str, str] | None) -> Parent | None:
     """The caller's context: ``_meta`` first, HTTP headers otherwise; None if neither."""
-    if meta:
+    if meta and isinstance(meta, Mapping):
         tp = meta.get("traceparent")
         if tp is not None:
             parent = parse_traceparent(tp, meta.get("tracestate"))
