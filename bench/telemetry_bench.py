@@ -7,8 +7,9 @@ One command, from the repository root::
 Two hubs in this process, alike except for ``[telemetry]``: one off, one on at
 sample ratio 1.0 exporting to an OTLP/HTTP receiver that only counts
 (tests/otlp_receiver.py with ``decode=False``, a thread of this process).
-Each calls the same tool through :meth:`Hub.call_tool`, the path every transport shares, without any transport around it, so the
-difference is what telemetry costs the hub and nothing else:
+Each calls the same tool through :meth:`Hub.call_tool`, the path every
+transport shares, without any transport around it, so the difference is
+what telemetry costs the hub and nothing else:
 
 * ``local``    — a trivial tool in the hub's registry (the server span only);
 * ``upstream`` — the echo fixture's ``echo`` over stdio (server span, client
