@@ -452,3 +452,26 @@ async def test_every_request_has_a_server_span_http(tmp_path: Path) -> None:
     assert all(s.parent_span_id == parent_id for s in spans.values())
     assert spans["tools/list"].attributes["network.transport"] == "tcp"
     assert spans["tools/list"].attributes["mcp.session.id"]
+
+
+async def test_a_reload_applies_telemetry_changes(tmp_path: Path) -> None:
+    with otlp_receiver() as (endpoint, received):
+        path = write_config(tmp_path, _upstream_stdio())
+        traceparent, trace_id, _ = _traceparent()
+        with anyio.fail_after(60):
+            async with Hub(load_config(path), load_plugin_modules=False) as hub:
+                await hub.wait_ready(20)
+                assert not hub.telemetry.enabled
+                path.write_text(_upstream_stdio() + _telemetry(endpoint))
+                assert await hub.reload()
+                assert hub.telemetry.enabled
+                seen = _seen(await hub.call_tool("trace_seen", {}, CallContext(
+                    request_id=1, meta={"traceparent": traceparent})))
+                await received.wait_for(lambda: len(received.spans_of(trace_id)) == 2)
+                assert seen["meta"] is not None and trace_id in seen["meta"]
+                path.write_text(_upstream_stdio())
+                assert await hub.reload()
+                assert not hub.telemetry.enabled
+                call = CallContext(request_id=2, meta={"traceparent": traceparent})
+                assert _seen(await hub.call_tool("trace_seen", {}, call))["meta"] is None
+                assert call.trace is None
