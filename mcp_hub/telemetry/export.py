@@ -71,6 +71,8 @@ class SpanQueue:
         self.dropped = 0
         self._wake = threading.Event()
         self._stopping = False
+        #: Called in this thread before each export round (the duration queue's drain).
+        self.on_tick: list[Callable[[], None]] = []
         self._thread = threading.Thread(target=self._run, name="mcp-hub-otlp-spans", daemon=True)
         self._thread.start()
 
@@ -83,10 +85,19 @@ class SpanQueue:
             self._wake.set()
         queue.append(rec)
 
+    def wake(self) -> None:
+        """Run an export round now rather than at the next scheduled one."""
+        self._wake.set()
+
     def _run(self) -> None:
         while not self._stopping:
             self._wake.wait(self.delay)
             self._wake.clear()
+            for tick in self.on_tick:
+                try:
+                    tick()
+                except Exception:
+                    logger.debug("telemetry tick failed", exc_info=True)
             self._export_all()
 
     def _export_all(self) -> None:

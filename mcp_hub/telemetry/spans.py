@@ -118,15 +118,19 @@ def _error_type(exc: BaseException) -> tuple[str, str | None]:
 #: duration is recorded on the call path instead: memory stays bounded, nothing is lost.
 MAX_QUEUED_DURATIONS = 100_000
 _MAX_LABEL_SETS = 10_000
+#: Queued durations that wake the exporter thread to drain them before its next round.
+_WAKE_AT = 10_000
 
 
 class Telemetry:
     """Live telemetry: sampling, the span queue and the two operation-duration histograms.
 
     A duration is queued on the call path (a deque append) and recorded into its
-    histogram by :meth:`drain`, which runs in the metric reader's thread: it is the
-    callback of the gauge ``mcp_hub.telemetry.queued_durations``, and the SDK runs
-    observable callbacks at the start of each collection.
+    histogram by :meth:`drain`, off the call path: in the span exporter's thread at
+    each of its rounds (every ``OTEL_BSP_SCHEDULE_DELAY``, and at once when many
+    wait), and in the metric reader's thread before each collection (the callback
+    of the gauge ``mcp_hub.telemetry.queued_durations``). The SDK's ``record``
+    costs more than the span itself, so it stays off the call path.
     """
 
     enabled = True
@@ -141,7 +145,12 @@ class Telemetry:
         #: Where finished sampled spans go (``add(record)``).
         self.spans = spans if spans is not None else providers.span_queue
         self.durations: deque[tuple[Any, float, dict[str, str]]] = deque()
+        ticks = getattr(self.spans, "on_tick", None)
+        if ticks is not None:
+            ticks.append(self.drain)
         self._label_sets: dict[tuple[Any, ...], dict[str, str]] = {}
+        #: Name, attributes and labels by kind of request (bounded, see :meth:`shape`).
+        self.shapes: dict[tuple[Any, ...], _Shape] = {}
         self.server_duration = self.client_duration = None
         if meter is not None:
             from mcp_hub.telemetry.providers import DURATION_BUCKETS
@@ -168,10 +177,21 @@ class Telemetry:
             shared = self._label_sets[key] = make()
         return shared
 
+    def shape(self, key: tuple[Any, ...], make: Callable[[tuple[Any, ...]], _Shape]) -> _Shape:
+        """The shared :class:`_Shape` of ``key``, built by ``make`` the first time."""
+        if len(self.shapes) >= _MAX_LABEL_SETS:
+            self.shapes.clear()
+        shape = self.shapes[key] = make(key)
+        return shape
+
     def observe(self, histogram: Any, seconds: float, labels: dict[str, str]) -> None:
         """Queue one duration for ``histogram`` (recorded at once when the queue is full)."""
-        if len(self.durations) < MAX_QUEUED_DURATIONS:
-            self.durations.append((histogram, seconds, labels))
+        durations = self.durations
+        queued = len(durations)
+        if queued < MAX_QUEUED_DURATIONS:
+            durations.append((histogram, seconds, labels))
+            if queued == _WAKE_AT:
+                self.spans.wake()  # the exporter thread drains them now
         else:
             histogram.record(seconds, labels)
 
@@ -306,49 +326,61 @@ class CallSpan(_Timed):
         self.call = call
 
     def __enter__(self) -> CallSpan:
-        info, method, target = self.info, self.method, self.target
-        transport = info.transport or "pipe"
-        version = info.protocol_version
-        attrs: dict[str, Any] = {"mcp.method.name": method, "network.transport": transport}
-        if target is not None:
-            attr = _TARGET_ATTR.get(method)
-            if attr is not None:
-                attrs[attr] = target
-            if method == "tools/call":
-                attrs["gen_ai.operation.name"] = "execute_tool"
+        info, method, target, tel = self.info, self.method, self.target, self.tel
+        key = (method, target, info.transport, info.protocol_version, info.session_id)
+        shape = tel.shapes.get(key)
+        if shape is None:
+            shape = tel.shape(key, _server_shape)
+        attrs = shape.attrs.copy()
         rid = info.request_id
         if rid is not None:
             attrs["jsonrpc.request.id"] = str(rid)
-        if version:
-            attrs["mcp.protocol.version"] = version
-        session_id = info.session_id
-        if session_id:
-            attrs["mcp.session.id"] = session_id
-        if transport == "tcp":
-            attrs["network.protocol.name"] = "http"
-        tel = self.tel
-        rec = SpanRecord.root(f"{method} {target}" if target else method, SERVER, attrs,
-                              parent_from(info.meta, info.headers), tel.sampler)
-        labels = None
-        if tel.server_duration is not None:
-            tool = (target if tel.known_tool(target) else OTHER) if (
-                method == "tools/call" and target is not None) else None
-            labels = tel.labels((method, tool, transport, version),
-                                lambda: _server_labels(method, tool, transport, version))
+        rec = SpanRecord.root(shape.name, SERVER, attrs, parent_from(info.meta, info.headers),
+                              tel.sampler)
+        labels = shape.labels
+        if shape.other is not None and not tel.known_tool(target):  # type: ignore[arg-type]
+            labels = shape.other
         self._open(rec, tel.server_duration, labels)
         if self.call is not None:
             self.call.trace = self
         return self
 
 
-def _server_labels(method: str, tool: str | None, transport: str, version: str | None
-                   ) -> dict[str, str]:
+class _Shape:
+    """What every span of one kind of request shares: name, attributes, metric labels."""
+
+    __slots__ = ("attrs", "labels", "name", "other")
+
+    def __init__(self, name: str, attrs: dict[str, Any], labels: dict[str, str],
+                 other: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.attrs = attrs
+        self.labels = labels
+        #: The labels when the tool is not one the hub knows (``_OTHER``).
+        self.other = other
+
+
+def _server_shape(key: tuple[Any, ...]) -> _Shape:
+    method, target, transport, version, session_id = key
+    transport = transport or "pipe"
+    attrs: dict[str, Any] = {"mcp.method.name": method, "network.transport": transport}
     labels = {"mcp.method.name": method, "network.transport": transport}
-    if tool is not None:
-        labels["gen_ai.tool.name"] = tool
     if version:
-        labels["mcp.protocol.version"] = version
-    return labels
+        attrs["mcp.protocol.version"] = labels["mcp.protocol.version"] = version
+    if session_id:
+        attrs["mcp.session.id"] = session_id
+    if transport == "tcp":
+        attrs["network.protocol.name"] = "http"
+    other = None
+    if target is not None:
+        attr = _TARGET_ATTR.get(method)
+        if attr is not None:
+            attrs[attr] = target
+        if method == "tools/call":
+            attrs["gen_ai.operation.name"] = "execute_tool"
+            other = {**labels, "gen_ai.tool.name": OTHER}
+            labels["gen_ai.tool.name"] = target
+    return _Shape(f"{method} {target}" if target else method, attrs, labels, other)
 
 
 class _Child(_Timed):
@@ -373,32 +405,22 @@ class _Child(_Timed):
 class ClientSpan(_Timed):
     """The CLIENT span of one request from the hub to an upstream server."""
 
-    __slots__ = ("name", "owner", "request", "server", "transport")
+    __slots__ = ("key", "owner", "request")
 
     def __init__(self, owner: _Timed, server: str, method: str, target: str | None,
                  transport: str | None) -> None:
         self.tel = owner.tel
         self.owner = owner
-        self.server = server
-        self.name = (method, target)
-        self.transport = "pipe" if transport == "stdio" else "tcp"
+        self.key = (server, method, target, transport)
         self.request: Any = None
 
     def __enter__(self) -> ClientSpan:
         tel = self.tel
-        method, target = self.name
-        attrs: dict[str, Any] = {"mcp.method.name": method, "mcp_hub.upstream.name": self.server,
-                                 "network.transport": self.transport}
-        tool = target if method == "tools/call" else None
-        if tool is not None:
-            attrs["gen_ai.tool.name"] = tool
-            attrs["gen_ai.operation.name"] = "execute_tool"
-        rec = self.owner.rec.child(f"{method} {target}" if target else method, CLIENT, attrs)
-        labels = None
-        if tel.client_duration is not None:
-            labels = tel.labels((method, self.server, self.transport, tool),
-                                lambda: _client_labels(method, self.server, self.transport, tool))
-        self._open(rec, tel.client_duration, labels)
+        shape = tel.shapes.get(self.key)
+        if shape is None:
+            shape = tel.shape(self.key, _client_shape)
+        rec = self.owner.rec.child(shape.name, CLIENT, shape.attrs.copy())
+        self._open(rec, tel.client_duration, shape.labels)
         params = getattr(self.request, "params", None)
         if params is not None:  # the trace context out, in the request's _meta
             meta = params.meta
@@ -410,12 +432,20 @@ class ClientSpan(_Timed):
         return self
 
 
-def _client_labels(method: str, server: str, transport: str, tool: str | None) -> dict[str, str]:
+def _client_shape(key: tuple[Any, ...]) -> _Shape:
+    server, method, target, transport = key
+    transport = "pipe" if transport == "stdio" else "tcp"
     labels = {"mcp.method.name": method, "mcp_hub.upstream.name": server,
               "network.transport": transport}
-    if tool is not None:
-        labels["gen_ai.tool.name"] = tool
-    return labels
+    attrs: dict[str, Any] = dict(labels)
+    if target is not None:
+        attr = _TARGET_ATTR.get(method)
+        if attr is not None:
+            attrs[attr] = target
+        if method == "tools/call":
+            attrs["gen_ai.operation.name"] = "execute_tool"
+            labels["gen_ai.tool.name"] = target
+    return _Shape(f"{method} {target}" if target else method, attrs, labels)
 
 
 def _owner(call: Any) -> _Timed | None:
