@@ -343,6 +343,8 @@ class CallSpan(_Timed):
         self._open(rec, tel.server_duration, labels)
         if self.call is not None:
             self.call.trace = self
+        # No reference back to the call: no cycle, it is freed the moment it is done.
+        self.info = self.call = None
         return self
 
 
