@@ -362,8 +362,20 @@ class _Shape:
         self.other = other
 
 
+def _safe_target(method: str, target: str | None) -> str | None:
+    """A resource URI without credentials, query or fragment (they may hold secrets)."""
+    if target is None or not method.startswith("resources/"):
+        return target
+    target = target.split("#", 1)[0].split("?", 1)[0]
+    scheme, sep, rest = target.partition("://")
+    if sep and "@" in rest.split("/", 1)[0]:
+        target = f"{scheme}://{rest.split('@', 1)[1]}"
+    return target
+
+
 def _server_shape(key: tuple[Any, ...]) -> _Shape:
     method, target, transport, version, session_id = key
+    target = _safe_target(method, target)
     transport = transport or "pipe"
     attrs: dict[str, Any] = {"mcp.method.name": method, "network.transport": transport}
     labels = {"mcp.method.name": method, "network.transport": transport}
@@ -436,6 +448,7 @@ class ClientSpan(_Timed):
 
 def _client_shape(key: tuple[Any, ...]) -> _Shape:
     server, method, target, transport = key
+    target = _safe_target(method, target)
     transport = "pipe" if transport == "stdio" else "tcp"
     labels = {"mcp.method.name": method, "mcp_hub.upstream.name": server,
               "network.transport": transport}
