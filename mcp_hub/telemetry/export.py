@@ -4,8 +4,10 @@ The call path appends one :class:`~mcp_hub.telemetry.record.SpanRecord` to a
 ``deque`` (the oldest are dropped past ``OTEL_BSP_MAX_QUEUE_SIZE``, default
 2048, and counted). Every ``OTEL_BSP_SCHEDULE_DELAY`` ms (default 5000), or as
 soon as ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` (default 512) spans wait, the
-exporter thread builds the SDK's ``ReadableSpan`` objects and hands them to the
-OTLP exporter in batches. An unreachable collector costs the calls nothing: the
+exporter thread hands them to the exporter in batches: encoded directly to OTLP
+(:mod:`mcp_hub.telemetry.otlp_wire`) and posted by the SDK's OTLP/HTTP client,
+or as the SDK's ``ReadableSpan`` objects (:func:`readable_span_factory`) where
+that client is not available. An unreachable collector costs the calls nothing: the
 queue stays bounded and the thread retries with the next batch.
 """
 
@@ -60,9 +62,9 @@ def readable_span_factory(resource: Any, scope: Any) -> Callable[[SpanRecord], A
 class SpanQueue:
     """The bounded queue of finished spans and the thread that exports them."""
 
-    def __init__(self, exporter: Any, build: Callable[[SpanRecord], Any]) -> None:
+    def __init__(self, exporter: Any) -> None:
+        #: Has ``export_records(list of SpanRecord)`` (providers' quiet exporter).
         self.exporter = exporter
-        self.build = build
         self.max_queue = _env_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         self.batch = min(_env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512), self.max_queue)
         self.delay = _env_int("OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000.0
@@ -101,18 +103,18 @@ class SpanQueue:
             self._export_all()
 
     def _export_all(self) -> None:
-        pop, build = self.queue.popleft, self.build
+        pop = self.queue.popleft
         while self.queue:
-            batch: list[Any] = []
+            batch: list[SpanRecord] = []
             try:
                 while len(batch) < self.batch:
-                    batch.append(build(pop()))
+                    batch.append(pop())
             except IndexError:
                 pass
             if not batch:
                 return
             try:
-                self.exporter.export(batch)
+                self.exporter.export_records(batch)
             except Exception:  # the quiet exporter logs outages; never kill the thread
                 logger.debug("span export failed", exc_info=True)
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_hub.telemetry.export import SpanQueue, readable_span_factory
-from mcp_hub.telemetry.record import Sampler
+from mcp_hub.telemetry.otlp_wire import encode_request
+from mcp_hub.telemetry.record import Sampler, SpanRecord
 from mcp_hub.telemetry.settings import ResolvedTelemetry
 
 __all__ = ["Providers", "build_providers"]
@@ -88,10 +89,33 @@ class _Swallow(logging.Filter):
             logging.getLogger(name).removeFilter(self)
 
 
-def _quiet_span_exporter(inner: Any, health: ExportHealth) -> Any:
+def _quiet_span_exporter(inner: Any, health: ExportHealth, resource: Any, scope: Any) -> Any:
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+    build = readable_span_factory(resource, scope)
+    attributes = dict(resource.attributes)
+    client = getattr(inner, "_client", None)
+    direct = client is not None and callable(getattr(client, "export", None))
+
     class QuietSpanExporter(SpanExporter):
+        def export_records(self, records: list[SpanRecord]) -> None:
+            """Encode directly and post with the SDK exporter's HTTP client (its headers,
+            compression, timeout, retries); through ``ReadableSpan`` without one."""
+            if not direct:
+                self.export([build(r) for r in records])
+                return
+            ok = False
+            try:
+                data = encode_request(records, attributes, scope.name, scope.version or "")
+                outcome = client.export(data)  # type: ignore[union-attr]
+                ok = bool(getattr(outcome, "success", False))
+                if not ok:
+                    health.last_reason = str(getattr(outcome, "status_code", None) or
+                                             type(getattr(outcome, "error", None)).__name__)
+            except Exception as exc:
+                health.last_reason = type(exc).__name__
+            health.record(ok, "spans")
+
         def export(self, spans: Sequence[Any]) -> SpanExportResult:
             try:
                 result = inner.export(spans)
@@ -174,9 +198,10 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
                                 SERVICE_VERSION: service_version})
     # The hub flushes at its own exit, bounded (mcp_hub.telemetry.stop_telemetry); an
     # interpreter-exit flush would wait out the exporter's timeout on a dead collector.
-    exporter = _quiet_span_exporter(OTLPSpanExporter(endpoint=settings.traces_endpoint), health)
     scope = InstrumentationScope("mcp_hub", service_version)
-    queue = SpanQueue(exporter, readable_span_factory(resource, scope))
+    exporter = _quiet_span_exporter(OTLPSpanExporter(endpoint=settings.traces_endpoint), health,
+                                    resource, scope)
+    queue = SpanQueue(exporter)
     meter_provider = None
     if settings.metrics:
         metric_exporter = _quiet_metric_exporter(
