@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcp_hub.telemetry.off import NOOP, OFF, TelemetryOff, _Noop
 from mcp_hub.telemetry.record import (
     CLIENT,
     CURRENT,
@@ -45,6 +46,7 @@ from mcp_hub.telemetry.record import (
     SpanRecord,
     parent_from,
 )
+from mcp_hub.telemetry.shapes import Shape, client_shape, server_shape
 
 __all__ = [
     "OFF",
@@ -58,48 +60,7 @@ __all__ = [
     "relay_span",
 ]
 
-OTHER = "_OTHER"
 _DURATION_HELP = "Duration of MCP requests as seen by the {side}."
-#: The attribute that names a request's target, by method.
-_TARGET_ATTR = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name",
-                "resources/read": "mcp.resource.uri", "resources/subscribe": "mcp.resource.uri",
-                "resources/unsubscribe": "mcp.resource.uri"}
-
-
-class _Noop:
-    """The span of a request when telemetry is off: every method does nothing."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> _Noop:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def done(self, result: Any) -> None:
-        return None
-
-
-NOOP = _Noop()
-
-
-class TelemetryOff:
-    """Telemetry not configured (or not installed)."""
-
-    enabled = False
-
-    def serve(self, name: str, call: Any) -> _Noop:
-        return NOOP
-
-    def request(self, method: str, target: str | None, call: Any = None, **info: Any) -> _Noop:
-        return NOOP
-
-    def shutdown(self) -> None:
-        return None
-
-
-OFF = TelemetryOff()
 
 
 def _error_type(exc: BaseException) -> tuple[str, str | None]:
@@ -150,7 +111,7 @@ class Telemetry:
             ticks.append(self.drain)
         self._label_sets: dict[tuple[Any, ...], dict[str, str]] = {}
         #: Name, attributes and labels by kind of request (bounded, see :meth:`shape`).
-        self.shapes: dict[tuple[Any, ...], _Shape] = {}
+        self.shapes: dict[tuple[Any, ...], Shape] = {}
         self.server_duration = self.client_duration = None
         if meter is not None:
             from mcp_hub.telemetry.providers import DURATION_BUCKETS
@@ -177,8 +138,8 @@ class Telemetry:
             shared = self._label_sets[key] = make()
         return shared
 
-    def shape(self, key: tuple[Any, ...], make: Callable[[tuple[Any, ...]], _Shape]) -> _Shape:
-        """The shared :class:`_Shape` of ``key``, built by ``make`` the first time."""
+    def shape(self, key: tuple[Any, ...], make: Callable[[tuple[Any, ...]], Shape]) -> Shape:
+        """The shared :class:`Shape` of ``key``, built by ``make`` the first time."""
         if len(self.shapes) >= _MAX_LABEL_SETS:
             self.shapes.clear()
         shape = self.shapes[key] = make(key)
@@ -330,7 +291,7 @@ class CallSpan(_Timed):
         key = (method, target, info.transport, info.protocol_version, info.session_id)
         shape = tel.shapes.get(key)
         if shape is None:
-            shape = tel.shape(key, _server_shape)
+            shape = tel.shape(key, server_shape)
         attrs = shape.attrs.copy()
         rid = info.request_id
         if rid is not None:
@@ -346,55 +307,6 @@ class CallSpan(_Timed):
         # No reference back to the call: no cycle, it is freed the moment it is done.
         self.info = self.call = None
         return self
-
-
-class _Shape:
-    """What every span of one kind of request shares: name, attributes, metric labels."""
-
-    __slots__ = ("attrs", "labels", "name", "other")
-
-    def __init__(self, name: str, attrs: dict[str, Any], labels: dict[str, str],
-                 other: dict[str, str] | None = None) -> None:
-        self.name = name
-        self.attrs = attrs
-        self.labels = labels
-        #: The labels when the tool is not one the hub knows (``_OTHER``).
-        self.other = other
-
-
-def _safe_target(method: str, target: str | None) -> str | None:
-    """A resource URI without credentials, query or fragment (they may hold secrets)."""
-    if target is None or not method.startswith("resources/"):
-        return target
-    target = target.split("#", 1)[0].split("?", 1)[0]
-    scheme, sep, rest = target.partition("://")
-    if sep and "@" in rest.split("/", 1)[0]:
-        target = f"{scheme}://{rest.split('@', 1)[1]}"
-    return target
-
-
-def _server_shape(key: tuple[Any, ...]) -> _Shape:
-    method, target, transport, version, session_id = key
-    target = _safe_target(method, target)
-    transport = transport or "pipe"
-    attrs: dict[str, Any] = {"mcp.method.name": method, "network.transport": transport}
-    labels = {"mcp.method.name": method, "network.transport": transport}
-    if version:
-        attrs["mcp.protocol.version"] = labels["mcp.protocol.version"] = version
-    if session_id:
-        attrs["mcp.session.id"] = session_id
-    if transport == "tcp":
-        attrs["network.protocol.name"] = "http"
-    other = None
-    if target is not None:
-        attr = _TARGET_ATTR.get(method)
-        if attr is not None:
-            attrs[attr] = target
-        if method == "tools/call":
-            attrs["gen_ai.operation.name"] = "execute_tool"
-            other = {**labels, "gen_ai.tool.name": OTHER}
-            labels["gen_ai.tool.name"] = target
-    return _Shape(f"{method} {target}" if target else method, attrs, labels, other)
 
 
 class _Child(_Timed):
@@ -432,7 +344,7 @@ class ClientSpan(_Timed):
         tel = self.tel
         shape = tel.shapes.get(self.key)
         if shape is None:
-            shape = tel.shape(self.key, _client_shape)
+            shape = tel.shape(self.key, client_shape)
         rec = self.owner.rec.child(shape.name, CLIENT, shape.attrs.copy())
         self._open(rec, tel.client_duration, shape.labels)
         params = getattr(self.request, "params", None)
@@ -444,23 +356,6 @@ class ClientSpan(_Timed):
             if rec.tracestate:
                 meta["tracestate"] = rec.tracestate
         return self
-
-
-def _client_shape(key: tuple[Any, ...]) -> _Shape:
-    server, method, target, transport = key
-    target = _safe_target(method, target)
-    transport = "pipe" if transport == "stdio" else "tcp"
-    labels = {"mcp.method.name": method, "mcp_hub.upstream.name": server,
-              "network.transport": transport}
-    attrs: dict[str, Any] = dict(labels)
-    if target is not None:
-        attr = _TARGET_ATTR.get(method)
-        if attr is not None:
-            attrs[attr] = target
-        if method == "tools/call":
-            attrs["gen_ai.operation.name"] = "execute_tool"
-            labels["gen_ai.tool.name"] = target
-    return _Shape(f"{method} {target}" if target else method, attrs, labels)
 
 
 def _owner(call: Any) -> _Timed | None:
