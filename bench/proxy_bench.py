@@ -15,7 +15,7 @@ Targets, all with the ``mcp`` SDK's own client and the echo fixture upstream
   HTTP, to separate what the HTTP transport costs from what the hub costs;
 * ``hub stdio otel``, ``hub http otel`` — the same hubs with telemetry on
   (``[telemetry]``, sample ratio 1.0) exporting to an OTLP/HTTP sink in this
-  process (bench/otlp_sink.py); ``hub stdio otel-dead`` exports to a port where
+  process (tests/otlp_receiver.py, counting only); ``hub stdio otel-dead`` exports to a port where
   nothing listens. Not run by default: ``--targets`` names them, and a second
   table then compares each with the same hub with telemetry off.
 
@@ -64,7 +64,7 @@ from bench.common import (
     wait_port,
     warm_up,
 )
-from bench.otlp_sink import otlp_sink
+from tests.otlp_receiver import otlp_receiver
 
 CONCURRENCY = (1, 32)
 CALLS = {1: 1500, 32: 3000}
@@ -146,10 +146,10 @@ def endpoints(tmp: Path, sink: str) -> dict[str, Callable[[], AbstractAsyncConte
 async def run(args: argparse.Namespace) -> tuple[dict[str, dict[int, LoadResult]], dict[str, str]]:
     tmp = Path(tempfile.mkdtemp(prefix="mcp-hub-bench-"))
     log(f"logs and configs: {tmp}")
-    with otlp_sink() as (sink, counts):
+    with otlp_receiver(decode=False) as (sink, received):
         results, errors = await _run(args, tmp, sink)
-    if counts:
-        log(f"OTLP sink received: {counts}")
+    if received.counts:
+        log(f"OTLP receiver got: {received.counts}")
     return results, errors
 
 

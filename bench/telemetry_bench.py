@@ -5,10 +5,11 @@ One command, from the repository root::
     .venv/bin/python bench/telemetry_bench.py [--calls 4000] [--rounds 6]
 
 Two hubs in this process, alike except for ``[telemetry]``: one off, one on at
-sample ratio 1.0 exporting to an OTLP/HTTP sink (bench/otlp_sink.py, a thread
-of this process). Each calls the same tool through :meth:`Hub.call_tool`, the
-path every transport shares, without any transport around it, so the
-difference is what telemetry costs the hub and nothing else:
+sample ratio 1.0 exporting to an OTLP/HTTP receiver that only counts
+(tests/otlp_receiver.py with ``decode=False``, a thread of this process).
+Each calls the same tool through :meth:`Hub.call_tool`, the path every
+transport shares, without any transport around it, so the difference is
+what telemetry costs the hub and nothing else:
 
 * ``local``    — a trivial tool in the hub's registry (the server span only);
 * ``upstream`` — the echo fixture's ``echo`` over stdio (server span, client
@@ -40,10 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcp.types import CallToolResult, TextContent
 
 from bench.common import hub_config, markdown_table
-from bench.otlp_sink import otlp_sink
 from mcp_hub.config import load_config
 from mcp_hub.context import CallContext
 from mcp_hub.hub import Hub
+from tests.otlp_receiver import otlp_receiver
 
 
 async def _noop(args: dict[str, Any] | None = None, **_: Any) -> CallToolResult:
@@ -79,7 +80,7 @@ async def run(args: argparse.Namespace) -> list[list[str]]:
     tmp = Path(tempfile.mkdtemp(prefix="mcp-hub-telemetry-bench-"))
     base = hub_config(tmp / "off.toml", {"echo": {}})
     rows: list[list[str]] = []
-    with otlp_sink() as (sink, counts):
+    with otlp_receiver(decode=False) as (sink, received):
         on_path = tmp / "on.toml"
         on_path.write_text(base.read_text() + f'\n[telemetry]\notlp_endpoint = "{sink}"\n'
                            "sample_ratio = 1.0\n")
@@ -107,7 +108,7 @@ async def run(args: argparse.Namespace) -> list[list[str]]:
                              f"{wall['on'] - wall['off']:+.1f}", f"{p99['off']:.0f} / {p99['on']:.0f}",
                              f"{cpu['off']:.1f}", f"{cpu['on']:.1f}", f"{cpu['on'] - cpu['off']:+.1f}",
                              f"{proc['on'] - proc['off']:+.1f}", str(samples["on"].calls)])
-    print(f"OTLP sink received: {counts}", file=sys.stderr)
+    print(f"OTLP receiver got: {received.counts}", file=sys.stderr)
     return rows
 
 
@@ -140,6 +141,68 @@ def off_path_ns(loops: int = 200_000) -> tuple[float, float]:
     return best, scale
 
 
+def off_request_ns(loops: int = 200_000) -> float:
+    """Nanoseconds a fast-path list pays for its telemetry hook when telemetry is off."""
+    from mcp_hub.telemetry import OFF
+
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter_ns()
+        for i in range(loops):
+            with OFF.request("tools/list", None, request_id=i, meta=None, headers=None,
+                             transport="tcp", protocol_version="2025-11-25", session_id="s"):
+                pass
+        best = min(best, (time.perf_counter_ns() - started) / loops)
+    return best
+
+
+def on_path_us(loops: int = 20_000) -> tuple[float, float]:
+    """Microseconds of the hub's own telemetry work per call, isolated from the rest
+    (best of 5, minus the same loop without telemetry; spans go nowhere, durations are
+    queued): a ``tools/call`` SERVER
+    span alone, and with the CLIENT span of its upstream request and the ``_meta``
+    traceparent it writes."""
+    from mcp.types import CallToolRequest, CallToolRequestParams
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    from mcp_hub.telemetry import Telemetry, client_span
+    from mcp_hub.telemetry.record import Sampler
+
+    class Sink(list[Any]):
+        def add(self, rec: Any) -> None:
+            return None
+
+        def wake(self) -> None:
+            return None
+
+    tel = Telemetry(Sampler(1.0), MeterProvider().get_meter("bench"), lambda n: True, spans=Sink())
+    result = CallToolResult(content=[])
+
+    def server(call: CallContext, request: Any) -> None:
+        with tel.serve("echo_echo", call) as traced:
+            traced.done(result)
+
+    def both(call: CallContext, request: Any) -> None:
+        with tel.serve("echo_echo", call) as traced:
+            with client_span(call, "echo", request, "stdio") as upstream:
+                upstream.done(result)
+            traced.done(result)
+
+    def neither(call: CallContext, request: Any) -> None:
+        return None
+
+    best = {neither: float("inf"), server: float("inf"), both: float("inf")}
+    for _ in range(5):
+        for fn in best:  # alternating, so load changes hit all three alike
+            tel.drain()
+            started = time.perf_counter()
+            for i in range(loops):
+                fn(CallContext(tool_name="echo_echo", request_id=i),
+                   CallToolRequest(params=CallToolRequestParams(name="echo", arguments={})))
+            best[fn] = min(best[fn], (time.perf_counter() - started) / loops * 1e6)
+    return best[server] - best[neither], best[both] - best[neither]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=4000, help="measured calls per target and side")
@@ -157,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     off, scale = off_path_ns()
     print(f"\nTelemetry off, per call: {off:.0f} ns (best of 5 × 200,000 no-op spans); "
           f"four calls of an empty function in the same run: {scale:.0f} ns")
+    print(f"Telemetry off, per list on a fast path: {off_request_ns():.0f} ns (its span hook)")
+    alone, both = on_path_us()
+    print(f"Telemetry on, the hub's own work per call (isolated, best of 5 × 20,000): "
+          f"server span {alone:.1f} µs; server span + upstream client span + _meta "
+          f"traceparent {both:.1f} µs")
     return 0
 
 

@@ -50,7 +50,7 @@ from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
-from mcp_hub.telemetry import start_telemetry, stop_telemetry
+from mcp_hub.telemetry import reconfigure_telemetry, start_telemetry, stop_telemetry
 from mcp_hub.tool_models import ToolModels
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
@@ -95,7 +95,7 @@ class Hub(ServingMixin):
         # OpenTelemetry traces and metrics of tool calls; a shared no-op when not configured.
         self.telemetry = start_telemetry(
             config.telemetry, service_version=__version__,
-            known_tool=lambda n: self.registry.get_entry(n) is not None or self.bridge.handles(n))
+            known_tool=self._known_tool)
         self.started_at = time.time()
         self.plugins: list[str] = []
         #: This hub's secret values, redacted from every output while it is open.
@@ -235,6 +235,10 @@ class Hub(ServingMixin):
         if self._tg is not None:
             self._tg.start_soon(self.roots.refresh, connection)
 
+    def _known_tool(self, name: str) -> bool:
+        """A tool name telemetry may use as a metric label (else ``_OTHER``)."""
+        return self.registry.get_entry(name) is not None or self.bridge.handles(name)
+
     # ------------------------------------------------------------------ reload
     async def reload(self, new: HubConfig | None = None) -> bool:
         """Apply a new config (re-read from the same file when ``new`` is None).
@@ -261,6 +265,11 @@ class Hub(ServingMixin):
         for name, ts in new.toolsets.items():
             self.toolsets.register_composite(name, ts.tools, ts.includes, ts.description)
         self.config = new
+        self.telemetry, retired = reconfigure_telemetry(  # [telemetry] applies at once
+            self.telemetry, old.telemetry, new.telemetry, service_version=__version__,
+            known_tool=self._known_tool)
+        if retired is not None and self._tg is not None:
+            self._tg.start_soon(stop_telemetry, retired)
         for bridge in self._bridges.values():
             bridge.settings = new.tool_search
         self._tools_cache.clear()

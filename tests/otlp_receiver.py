@@ -1,15 +1,19 @@
-"""A real OTLP/HTTP receiver for tests: protobuf decoded with ``opentelemetry-proto``.
+"""A real OTLP/HTTP receiver: protobuf decoded with ``opentelemetry-proto``.
 
 It listens on an ephemeral loopback port, accepts ``POST /v1/traces`` and
 ``POST /v1/metrics`` (binary protobuf, as the OTLP/HTTP exporter sends them),
 decodes each request with the collector's own message types and keeps the
 spans and metric names it saw. Waiting for data is bounded by the caller.
+
+The one OTLP receiver of the repository: the tests decode what they receive,
+the benchmarks (bench/telemetry_bench.py) only count requests and bytes
+(``decode=False``), so the receiving end costs the measured process nothing
+but reading the bodies.
 """
 
 from __future__ import annotations
 
 import gzip
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,16 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
-import pytest
-
-try:
-    import opentelemetry.sdk  # noqa: F401  (the hub's side of the tests)
-    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metrics_pb
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip(f"needs the otel extra (pip install -e '.[dev]'): {exc}", allow_module_level=True)
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metrics_pb
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 
 
 @dataclass
@@ -43,6 +39,8 @@ class Span:
     status_code: int
     service: str
     events: list[str] = field(default_factory=list)
+    #: (trace id, span id) of each span link, hex
+    links: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _value(v: Any) -> Any:
@@ -56,7 +54,14 @@ class Received:
     #: metric name → list of data points' attribute dicts
     metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     requests: int = 0
+    #: Requests and bytes by path (``/v1/traces``, ``/v1/traces bytes``, …).
+    counts: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, path: str, size: int) -> None:
+        with self.lock:
+            self.counts[path] = self.counts.get(path, 0) + 1
+            self.counts[f"{path} bytes"] = self.counts.get(f"{path} bytes", 0) + size
 
     def add_traces(self, body: bytes) -> None:
         request = trace_pb.ExportTraceServiceRequest()
@@ -72,7 +77,8 @@ class Received:
                             parent_span_id=s.parent_span_id.hex(), kind=s.kind,
                             attributes={a.key: _value(a.value) for a in s.attributes},
                             status_code=s.status.code, service=str(res.get("service.name")),
-                            events=[e.name for e in s.events]))
+                            events=[e.name for e in s.events],
+                            links=[(lk.trace_id.hex(), lk.span_id.hex()) for lk in s.links]))
 
     def add_metrics(self, body: bytes) -> None:
         request = metrics_pb.ExportMetricsServiceRequest()
@@ -98,21 +104,25 @@ class Received:
 
 
 @contextmanager
-def otlp_receiver() -> Iterator[tuple[str, Received]]:
-    """Yields ``(base_url, received)`` for a receiver on 127.0.0.1:<ephemeral>."""
+def otlp_receiver(decode: bool = True) -> Iterator[tuple[str, Received]]:
+    """Yields ``(base_url, received)`` for a receiver on 127.0.0.1:<ephemeral>;
+    ``decode=False`` only counts (``received.counts``)."""
     received = Received()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
-            if self.headers.get("Content-Encoding") == "gzip":
+            received.count(self.path, len(body))
+            if decode and self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
             if self.path == "/v1/traces":
-                received.add_traces(body)
+                if decode:
+                    received.add_traces(body)
                 reply = trace_pb.ExportTraceServiceResponse().SerializeToString()
             elif self.path == "/v1/metrics":
-                received.add_metrics(body)
+                if decode:
+                    received.add_metrics(body)
                 reply = metrics_pb.ExportMetricsServiceResponse().SerializeToString()
             else:
                 self.send_response(404)

@@ -216,15 +216,18 @@ class StdioFastPath(JsonRpcDownstream):
         cursor = (params or {}).get("cursor")
         if cursor is not None and not isinstance(cursor, str):
             return False
-        self.tg.start_soon(self._list, rid, LIST_METHODS[method], cursor)
+        self.tg.start_soon(self._list, rid, LIST_METHODS[method], cursor, method, params)
         return True
 
-    async def _list(self, rid: Any, kind: ListKind, cursor: str | None) -> None:
+    async def _list(self, rid: Any, kind: ListKind, cursor: str | None, method: str = "",
+                    params: Any = None) -> None:
         assert self.version is not None
         head = b'{"jsonrpc":"2.0","id":' + _encode(rid).rstrip(b"\n") + b',"result":'
         try:
-            body = await prepared_lists(self.hub).result(kind, as_caller(self.profile), self.version,
-                                                         cursor)
+            with self.hub.telemetry.request(method, None, request_id=rid, meta=(params or {}).get(
+                    "_meta"), protocol_version=self.version):  # its span (mcp_hub.telemetry)
+                body = await prepared_lists(self.hub).result(kind, as_caller(self.profile),
+                                                             self.version, cursor)
             data = head + body + b"}\n"
         except MCPError as exc:
             data = _encode({"jsonrpc": "2.0", "id": rid, "error": exc.error.model_dump(

@@ -224,15 +224,20 @@ class HttpFastPath:
                 cursor = (params or {}).get("cursor")
                 if cursor is not None and not isinstance(cursor, str):
                     return False
-                body = await self._list(method, session, endpoint[1], rid, cursor)
+                body = await self._list(method, session, endpoint[1], rid, cursor,
+                                        (params or {}).get("_meta"), headers)
             self.served[method] = self.served.get(method, 0) + 1
             await send_json(send, session.sid, body)
         return True
 
     async def _list(self, method: str, session: FastSession, caller: Caller, rid: Any,
-                    cursor: str | None) -> bytes:
+                    cursor: str | None, meta: Any = None, headers: Any = None) -> bytes:
         try:
-            result = await self.lists.result(LIST_METHODS[method], caller, session.version, cursor)
+            with self.hub.telemetry.request(  # its span (mcp_hub.telemetry)
+                    method, None, request_id=rid, meta=meta, headers=headers, transport="tcp",
+                    protocol_version=session.version, session_id=session.sid):
+                result = await self.lists.result(LIST_METHODS[method], caller, session.version,
+                                                 cursor)
         except MCPError as exc:
             return encode_message({"jsonrpc": "2.0", "id": rid, "error": exc.error.model_dump(
                 by_alias=True, mode="json", exclude_none=True)})

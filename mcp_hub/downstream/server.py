@@ -29,6 +29,7 @@ from mcp_hub.downstream.replica_sessions import remember_level, remember_subscri
 from mcp_hub.downstream.visibility import CallerListen, ToolsDigest
 from mcp_hub.hub import Hub
 from mcp_hub.list_freshness import hint_fields
+from mcp_hub.telemetry.middleware import RequestSpans
 
 __all__ = ["HubServer", "build_server"]
 
@@ -222,6 +223,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     # The SDK's OpenTelemetry middleware opens a span per message even with no
     # exporter installed; on a proxy's hot path that is a tenth of the CPU. Off.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    server.middleware.append(RequestSpans(hub))  # the hub's own, cheap spans (mcp_hub.telemetry)
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.
     # 2026-07-28 input rounds: requestState sealed and verified at the wire boundary.

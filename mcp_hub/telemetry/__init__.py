@@ -38,6 +38,7 @@ __all__ = [
     "client_span",
     "inject_trace_headers",
     "progress_event",
+    "reconfigure_telemetry",
     "relay_span",
     "resolve",
     "start_telemetry",
@@ -65,12 +66,11 @@ def start_telemetry(config: TelemetryConfig, *, service_version: str,
         logger.warning("telemetry is configured but the OpenTelemetry SDK is missing (%s); "
                        "install mcp-hub[otel]. Telemetry stays off.", exc.name)
         return OFF
-    tracer = providers.tracer_provider.get_tracer("mcp_hub", service_version)
     meter = (providers.meter_provider.get_meter("mcp_hub", service_version)
              if providers.meter_provider is not None else None)
     logger.info("telemetry: traces%s to %s, sample ratio %g", " and metrics" if meter else "",
                 settings.label, settings.sample_ratio)
-    return Telemetry(tracer, meter, known_tool, providers=providers)
+    return Telemetry(providers.sampler, meter, known_tool, providers=providers)
 
 
 async def stop_telemetry(telemetry: Telemetry | TelemetryOff, *, grace: float = 5.0) -> None:
@@ -80,3 +80,23 @@ async def stop_telemetry(telemetry: Telemetry | TelemetryOff, *, grace: float = 
         return
     with anyio.move_on_after(grace, shield=True):
         await anyio.to_thread.run_sync(telemetry.shutdown, abandon_on_cancel=True)
+
+
+def reconfigure_telemetry(current: Telemetry | TelemetryOff, old: TelemetryConfig,
+                          new: TelemetryConfig, *, service_version: str,
+                          known_tool: Callable[[str], bool]
+                          ) -> tuple[Telemetry | TelemetryOff, Telemetry | TelemetryOff | None]:
+    """A config reload: ``(telemetry to use, telemetry to stop or None)``.
+
+    An unchanged ``[telemetry]`` keeps ``current``. A changed one starts anew (new
+    endpoint, sampling, service name, or on/off) and hands back the old one, for the
+    caller to flush and stop in the background (:func:`stop_telemetry`): requests
+    that start after the reload use the new settings, those in flight finish on the
+    old ones. The ``OTEL_*`` variables are read again only when ``[telemetry]`` changes.
+    """
+    if old == new:
+        return current, None
+    replacement = start_telemetry(new, service_version=service_version, known_tool=known_tool)
+    logger.info("telemetry: [telemetry] changed on reload; %s",
+                "applied" if replacement.enabled else "telemetry is now off")
+    return replacement, current if current.enabled else None

@@ -1,7 +1,7 @@
 """Log lines carry ``trace_id``/``span_id`` while a span is active.
 
 :class:`TraceLogFilter` stamps the ids on every record logged inside a traced
-call (it reads the current OpenTelemetry context, nothing else), and
+call (the hub span in force, else the current OpenTelemetry span), and
 :class:`TraceFormatter` appends them to the text format; the JSON format adds
 them as fields. Outside a span, or with telemetry off, records are unchanged.
 """
@@ -12,6 +12,8 @@ import logging
 
 from opentelemetry import trace
 
+from mcp_hub.telemetry.spans import current_ids
+
 __all__ = ["TraceFormatter", "TraceLogFilter"]
 
 
@@ -19,6 +21,11 @@ class TraceLogFilter(logging.Filter):
     """Adds ``trace_id`` and ``span_id`` (hex) to records logged under an active span."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        ids = current_ids()
+        if ids is not None:  # the hub's own span in force
+            record.trace_id = format(ids[0], "032x")
+            record.span_id = format(ids[1], "016x")
+            return True
         ctx = trace.get_current_span().get_span_context()
         if ctx.is_valid:
             record.trace_id = format(ctx.trace_id, "032x")

@@ -1,15 +1,14 @@
 """The OpenTelemetry SDK side: providers, OTLP/HTTP exporters, and a quiet failure mode.
 
-The hub's providers are its own, never installed as the global ones: the
-``mcp`` SDK opens a span of its own around every request it sends, and with a
-global provider each upstream call would be traced twice. Left on the no-op
-global, the SDK's span only carries the current context along, so the SDK's
-own ``_meta`` injection writes the hub's client span (see
-:mod:`mcp_hub.telemetry.spans`).
+Spans are the hub's own records (:mod:`mcp_hub.telemetry.record`), exported
+through the SDK's OTLP/HTTP span exporter by :class:`~mcp_hub.telemetry.export.SpanQueue`;
+no tracer provider is installed, global or not: the ``mcp`` SDK opens a span of
+its own around every request it sends, and with a global provider each upstream
+call would be traced twice. The meter provider is the hub's own too.
 
-An unreachable collector must not hurt calls: spans wait in the batch
-processor's bounded queue (``OTEL_BSP_MAX_QUEUE_SIZE``, default 2048; the
-oldest are dropped beyond it) and are exported from its own thread. The
+An unreachable collector must not hurt calls: spans wait in a bounded queue
+(``OTEL_BSP_MAX_QUEUE_SIZE``, default 2048; the oldest are dropped beyond it)
+and are exported from its own thread. The
 exporter's per-batch error lines are replaced by one warning when exports
 start failing and one line when they work again.
 """
@@ -22,6 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_hub.telemetry.export import SpanQueue, readable_span_factory
+from mcp_hub.telemetry.otlp_wire import encode_request
+from mcp_hub.telemetry.record import Sampler, SpanRecord
 from mcp_hub.telemetry.settings import ResolvedTelemetry
 
 __all__ = ["Providers", "build_providers"]
@@ -87,10 +89,33 @@ class _Swallow(logging.Filter):
             logging.getLogger(name).removeFilter(self)
 
 
-def _quiet_span_exporter(inner: Any, health: ExportHealth) -> Any:
+def _quiet_span_exporter(inner: Any, health: ExportHealth, resource: Any, scope: Any) -> Any:
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+    build = readable_span_factory(resource, scope)
+    attributes = dict(resource.attributes)
+    client = getattr(inner, "_client", None)
+    direct = client is not None and callable(getattr(client, "export", None))
+
     class QuietSpanExporter(SpanExporter):
+        def export_records(self, records: list[SpanRecord]) -> None:
+            """Encode directly and post with the SDK exporter's HTTP client (its headers,
+            compression, timeout, retries); through ``ReadableSpan`` without one."""
+            if not direct:
+                self.export([build(r) for r in records])
+                return
+            ok = False
+            try:
+                data = encode_request(records, attributes, scope.name, scope.version or "")
+                outcome = client.export(data)  # type: ignore[union-attr]
+                ok = bool(getattr(outcome, "success", False))
+                if not ok:
+                    health.last_reason = str(getattr(outcome, "status_code", None) or
+                                             type(getattr(outcome, "error", None)).__name__)
+            except Exception as exc:
+                health.last_reason = type(exc).__name__
+            health.record(ok, "spans")
+
         def export(self, spans: Sequence[Any]) -> SpanExportResult:
             try:
                 result = inner.export(spans)
@@ -138,18 +163,19 @@ def _quiet_metric_exporter(inner: Any, health: ExportHealth) -> Any:
 
 @dataclass
 class Providers:
-    """The hub's tracer and meter providers, and how their exports are doing."""
+    """The hub's span queue and meter provider, and how their exports are doing."""
 
-    tracer_provider: Any
+    span_queue: SpanQueue
     meter_provider: Any | None
-    span_processor: Any
     health: ExportHealth
     swallow: _Swallow
+    #: Parent-based sampling at the configured ratio for new traces.
+    sampler: Sampler
 
     def shutdown(self) -> None:
         """Flush and stop (blocking; bounded by the exporters' own timeouts)."""
         try:
-            self.tracer_provider.shutdown()
+            self.span_queue.shutdown()
             if self.meter_provider is not None:
                 self.meter_provider.shutdown(timeout_millis=5_000)
         finally:
@@ -163,23 +189,19 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
     from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
     health = ExportHealth(settings.label)
     swallow = _Swallow(health)
     swallow.install()
     resource = Resource.create({SERVICE_NAME: settings.service_name,
                                 SERVICE_VERSION: service_version})
-    root = ALWAYS_ON if settings.sample_ratio >= 1.0 else TraceIdRatioBased(settings.sample_ratio)
     # The hub flushes at its own exit, bounded (mcp_hub.telemetry.stop_telemetry); an
     # interpreter-exit flush would wait out the exporter's timeout on a dead collector.
-    tracer_provider = TracerProvider(resource=resource, sampler=ParentBased(root),
-                                     shutdown_on_exit=False)
-    exporter = _quiet_span_exporter(OTLPSpanExporter(endpoint=settings.traces_endpoint), health)
-    processor = BatchSpanProcessor(exporter)
-    tracer_provider.add_span_processor(processor)
+    scope = InstrumentationScope("mcp_hub", service_version)
+    exporter = _quiet_span_exporter(OTLPSpanExporter(endpoint=settings.traces_endpoint), health,
+                                    resource, scope)
+    queue = SpanQueue(exporter)
     meter_provider = None
     if settings.metrics:
         metric_exporter = _quiet_metric_exporter(
@@ -188,4 +210,4 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
             metric_exporter, export_interval_millis=settings.metric_interval_seconds * 1000.0)
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader],
                                        shutdown_on_exit=False)
-    return Providers(tracer_provider, meter_provider, processor, health, swallow)
+    return Providers(queue, meter_provider, health, swallow, Sampler(settings.sample_ratio))
