@@ -6,7 +6,9 @@ One command, from the repository root::
 
 Two hubs in this process, alike except for ``[telemetry]``: one off, one on at
 sample ratio 1.0 exporting to an OTLP/HTTP receiver that only counts
-(tests/otlp_receiver.py with ``decode=False``, a thread of this process).
+(tests/otlp_receiver.py with ``decode=False``). The receiver runs in a process
+of its own, as a collector would, so its work on the export requests is not
+counted as the hub's; ``--receiver-thread`` puts it in this process instead.
 Each calls the same tool through :meth:`Hub.call_tool`, the path every
 transport shares, without any transport around it, so the difference is
 what telemetry costs the hub and nothing else:
@@ -26,11 +28,14 @@ exporter's background thread included).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +81,41 @@ async def _chunk(hub: Hub, tool: str, calls: int, out: Samples) -> None:
     out.calls += calls
 
 
+_RECEIVER = """
+import sys
+from tests.otlp_receiver import otlp_receiver
+with otlp_receiver(decode=False) as (sink, received):
+    print(sink, flush=True)
+    sys.stdin.read()
+    print(f"OTLP receiver got: {received.counts}", file=sys.stderr)
+"""
+
+
+@contextlib.contextmanager
+def _receiver(in_thread: bool) -> Iterator[str]:
+    """The OTLP/HTTP endpoint of a counting receiver: a child process, or a thread here."""
+    if in_thread:
+        with otlp_receiver(decode=False) as (sink, received):
+            yield sink
+        print(f"OTLP receiver got: {received.counts}", file=sys.stderr)
+        return
+    root = Path(__file__).resolve().parent.parent
+    child = subprocess.Popen([sys.executable, "-c", _RECEIVER], cwd=root, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        yield child.stdout.readline().strip()
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        child.wait(timeout=10)
+
+
 async def run(args: argparse.Namespace) -> list[list[str]]:
     tmp = Path(tempfile.mkdtemp(prefix="mcp-hub-telemetry-bench-"))
     base = hub_config(tmp / "off.toml", {"echo": {}})
     rows: list[list[str]] = []
-    with otlp_receiver(decode=False) as (sink, received):
+    with _receiver(args.receiver_thread) as sink:
         on_path = tmp / "on.toml"
         on_path.write_text(base.read_text() + f'\n[telemetry]\notlp_endpoint = "{sink}"\n'
                            "sample_ratio = 1.0\n")
@@ -108,7 +143,6 @@ async def run(args: argparse.Namespace) -> list[list[str]]:
                              f"{wall['on'] - wall['off']:+.1f}", f"{p99['off']:.0f} / {p99['on']:.0f}",
                              f"{cpu['off']:.1f}", f"{cpu['on']:.1f}", f"{cpu['on'] - cpu['off']:+.1f}",
                              f"{proc['on'] - proc['off']:+.1f}", str(samples["on"].calls)])
-    print(f"OTLP receiver got: {received.counts}", file=sys.stderr)
     return rows
 
 
@@ -207,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=4000, help="measured calls per target and side")
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--receiver-thread", action="store_true",
+                        help="run the OTLP receiver as a thread of this process, not a child process")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rows = anyio.run(run, args)

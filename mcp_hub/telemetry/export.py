@@ -103,14 +103,18 @@ class SpanQueue:
             self._export_all()
 
     def _export_all(self) -> None:
+        # Only what waits now: spans finished while a batch is posted wait for the next
+        # round, so the thread never chases the call path with batches of a few spans.
         pop = self.queue.popleft
-        while self.queue:
+        left = len(self.queue)
+        while left > 0:
             batch: list[SpanRecord] = []
             try:
-                while len(batch) < self.batch:
+                while len(batch) < self.batch and left > 0:
                     batch.append(pop())
+                    left -= 1
             except IndexError:
-                pass
+                left = 0
             if not batch:
                 return
             try:
