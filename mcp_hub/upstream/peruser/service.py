@@ -53,6 +53,7 @@ from mcp_hub.upstream.peruser.flows import (
 )
 from mcp_hub.upstream.peruser.links import ConnectLinks
 from mcp_hub.upstream.peruser.pool import UserSessions
+from mcp_hub.upstream.peruser.relay import SessionRelay
 from mcp_hub.upstream.peruser.session import list_tools, user_session
 
 __all__ = ["CALLBACK_PATH", "ConnectAnswer", "PerUserServers", "hub_connected"]
@@ -103,6 +104,7 @@ class PerUserServers:
         #: Where link uses and flows in progress live (the Hub sets its shared backend).
         self.state: StateBackend = EmbeddedState()
         self._connected: dict[tuple[str, str], anyio.Event] = {}
+        self._relays: dict[tuple[str, str], SessionRelay] = {}  # one per open user session
         self.pool = UserSessions(self._open, max_sessions=config.hub.per_user_max_sessions,
                                  idle_seconds=config.hub.per_user_idle_seconds)
         self._tg: anyio.abc.TaskGroup | None = None
@@ -182,25 +184,28 @@ class PerUserServers:
         if not await self._store(name, identity).has_tokens():
             await self._ask_to_connect(name, identity, call)
         try:
-            return await self._on_session(name, identity, raw, args)
+            return await self._on_session(name, identity, raw, args, call)
         except Exception:
             if await self._store(name, identity).has_tokens():
                 raise
         # The authorization server refused this identity's refresh token (the provider
         # dropped the tokens): connect again, then retry once.
         await self._ask_to_connect(name, identity, call)
-        return await self._on_session(name, identity, raw, args)
+        return await self._on_session(name, identity, raw, args, call)
 
-    async def _on_session(self, name: str, identity: str, raw: str, args: dict[str, Any]
-                          ) -> types.CallToolResult:
+    async def _on_session(self, name: str, identity: str, raw: str, args: dict[str, Any],
+                          call: CallContext) -> types.CallToolResult:
         if raw == PLACEHOLDER:
             async with self.pool.use((name, identity)):
                 pass  # opening the session lists the catalog
             return _text(f"Connected to {name}; its tools are listed now.")
         async with self.pool.use((name, identity)) as entry:
             assert entry.session is not None
-            with anyio.fail_after(self.config.servers[name].max_call_seconds):
-                result: types.CallToolResult = await entry.session.call_tool(raw, args)
+            relay = self._relays.get((name, identity)) or SessionRelay(name)
+            with relay.calling(call) as on_progress, \
+                    anyio.fail_after(self.config.servers[name].max_call_seconds):
+                result: types.CallToolResult = await entry.session.call_tool(
+                    raw, args, progress_callback=on_progress)
             return result
 
     async def _ask_to_connect(self, name: str, identity: str, call: CallContext) -> None:
@@ -259,11 +264,17 @@ class PerUserServers:
 
         provider = HubOAuthProvider(config.url, self._store(name, identity), config.oauth,
                                     redirect_uri=DEFAULT_REDIRECT, on_needs_login=needs_login)
-        async with user_session(config, provider, init_seconds=config.connect_timeout) as session:
-            catalog = self.catalogs.get(name)
-            if catalog is not None and not catalog.listed:
-                catalog.update(await list_tools(session))
-            yield session
+        relay = self._relays[key] = SessionRelay(name)
+        try:
+            async with user_session(config, provider, init_seconds=config.connect_timeout,
+                                    logging_callback=relay.on_log) as session:
+                catalog = self.catalogs.get(name)
+                if catalog is not None and not catalog.listed:
+                    catalog.update(await list_tools(session))
+                yield session
+        finally:
+            if self._relays.get(key) is relay:
+                del self._relays[key]
 
     # ------------------------------------------------------------------ browser
     async def open_link(self, name: str, ticket: str, base: str) -> ConnectAnswer:
