@@ -147,6 +147,7 @@ class Hub(ServingMixin):
         self.resource_subscribers: dict[str, list[Any]] = {}
         #: State shared with other replicas ([state] url; embedded without one).
         self.state: StateBackend = open_state(config.state.url)
+        self.per_user.state = self.state  # connect links and flows, shared by replicas
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Self:

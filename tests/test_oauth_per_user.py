@@ -10,7 +10,8 @@ Alice and Bob each get a URL-mode elicitation, follow its URL headlessly
 (the hub's ``/connect`` page, the authorization server, the hub's callback),
 and their calls then reach the upstream with their own tokens. Carol's client
 declares no URL elicitation: she gets the URL-elicitation-required error and
-no data. Tokens never show in the hub's log, status, metrics or audit file, and
+no data. A per-user call's progress and log messages reach its client.
+Tokens never show in the hub's log, status, metrics or audit file, and
 the store on disk holds none in plain text.
 """
 
@@ -177,6 +178,7 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
         stray = await http.get(f"{hub.base}/connect/callback?state=nope&code=x")
     assert forged.status_code == 403 and stray.status_code == 400
 
+    await _progress_and_logs_reach_the_caller(hub, alice_h, alice)
     await _no_token_anywhere(hub, alice_h, config_path, tmp)
 
     # An administrator removes Bob's tokens: his next call asks him to connect again.
@@ -189,6 +191,26 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
                             message_handler=bob.on_message) as session:
         result = await session.call_tool("p_whoami", {})
     assert _text(result).startswith("sub=gh-bob ") and len(bob.urls) == 2
+
+
+async def _progress_and_logs_reach_the_caller(hub: HttpHub, headers: dict[str, str],
+                                              browser: Browser) -> None:
+    """A per-user session relays the upstream's progress and log messages of a call."""
+    progress: list[tuple[float, float | None, str | None]] = []
+    logs: list[Any] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    async with http_session(hub.mcp_url, headers=headers, elicitation_callback=browser.elicit,
+                            logging_callback=on_log) as session:
+        result = await session.call_tool("p_count", {"steps": 3}, progress_callback=on_progress)
+    assert _text(result) == "counted to 3", _text(result)
+    assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    assert logs == ["counted 1", "counted 2", "counted 3"]
 
 
 async def _no_token_anywhere(hub: HttpHub, headers: dict[str, str], config_path: Path,

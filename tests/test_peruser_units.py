@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_hub.state import EmbeddedState
 from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.peruser.links import ConnectLinks
 from mcp_hub.upstream.peruser.pool import PoolFull, UserSessions
@@ -16,13 +17,16 @@ from mcp_hub.upstream.peruser.pool import PoolFull, UserSessions
 pytestmark = pytest.mark.anyio
 
 
-def test_a_link_names_its_identity_and_opens_once() -> None:
-    links = ConnectLinks(b"k" * 32)
+async def test_a_link_names_its_identity_and_opens_once() -> None:
+    links, state = ConnectLinks(b"k" * 32), EmbeddedState()
     ticket, claims = links.issue("gh", "alice")
-    got = links.redeem(ticket, "gh")
+    got = await links.redeem(ticket, "gh", state)
     assert (got.server, got.identity, got.elicitation_id) == ("gh", "alice", claims.elicitation_id)
     with pytest.raises(OAuthError, match="already used"):
-        links.redeem(ticket, "gh")
+        await links.redeem(ticket, "gh", state)
+    # Another process with the same key and the same store refuses it too.
+    with pytest.raises(OAuthError, match="already used"):
+        await ConnectLinks(b"k" * 32).redeem(ticket, "gh", state)
 
 
 def test_a_link_is_refused_when_forged_expired_or_for_another_server() -> None:
@@ -32,13 +36,13 @@ def test_a_link_is_refused_when_forged_expired_or_for_another_server() -> None:
     other, _ = ConnectLinks(b"x" * 32).issue("gh", "alice")
     for bad in (f"{body}x.{mac}", other, "garbage", ""):
         with pytest.raises(OAuthError, match="not valid"):
-            links.redeem(bad, "gh")
+            links.check(bad, "gh")
     with pytest.raises(OAuthError, match="another server"):
-        links.redeem(ticket, "linear")
+        links.check(ticket, "linear")
     expired = ConnectLinks(b"k" * 32, seconds=-1)
     old, _ = expired.issue("gh", "alice")
     with pytest.raises(OAuthError, match="expired"):
-        links.redeem(old, "gh")
+        links.check(old, "gh")
 
 
 class FakeSession:

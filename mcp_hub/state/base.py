@@ -54,6 +54,17 @@ class StateBackend(abc.ABC):
         """Store ``value`` under ``key``, forgotten after ``ttl`` seconds if given."""
 
     @abc.abstractmethod
+    async def put_if_absent(self, key: str, value: bytes, ttl: float) -> bool:
+        """Store ``value`` (forgotten after ``ttl`` s) only if ``key`` has none: True if stored.
+
+        Atomic across every process sharing the store: of two replicas racing for
+        the same key, exactly one gets True (single-use tickets rely on it)."""
+
+    @abc.abstractmethod
+    async def take(self, key: str) -> bytes | None:
+        """The value of ``key``, deleted in the same step (one taker wins), or None."""
+
+    @abc.abstractmethod
     async def delete(self, key: str) -> None:
         """Forget ``key``."""
 

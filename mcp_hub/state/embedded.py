@@ -40,6 +40,17 @@ class EmbeddedState(StateBackend):
     async def put(self, key: str, value: bytes, ttl: float | None = None) -> None:
         self._values[key] = (value, None if ttl is None else time.monotonic() + ttl)
 
+    async def put_if_absent(self, key: str, value: bytes, ttl: float) -> bool:
+        if await self.get(key) is not None:
+            return False
+        await self.put(key, value, ttl)
+        return True
+
+    async def take(self, key: str) -> bytes | None:
+        value = await self.get(key)
+        self._values.pop(key, None)
+        return value
+
     async def delete(self, key: str) -> None:
         self._values.pop(key, None)
         self._sets.pop(key, None)

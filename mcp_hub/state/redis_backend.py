@@ -168,6 +168,23 @@ class RedisState(StateBackend):
             self._failed(exc)
         self._ok()
 
+    async def put_if_absent(self, key: str, value: bytes, ttl: float) -> bool:
+        try:
+            stored = await self.client.set(self.key(key), value, nx=True,
+                                           px=max(1, int(ttl * 1000)))
+        except (RedisError, OSError) as exc:
+            self._failed(exc)
+        self._ok()
+        return bool(stored)
+
+    async def take(self, key: str) -> bytes | None:
+        try:
+            value = await self.client.getdel(self.key(key))
+        except (RedisError, OSError) as exc:
+            self._failed(exc)
+        self._ok()
+        return value if isinstance(value, bytes) else None
+
     async def delete(self, key: str) -> None:
         try:
             await self.client.delete(self.key(key))

@@ -9,7 +9,8 @@ Modules: :mod:`.links` (the signed, short-lived, single-use connect links),
 :mod:`.pool` (the bounded per-(server, identity) sessions with idle eviction),
 :mod:`.flows` (the browser flow: authorization code + PKCE through the SDK's
 ``OAuthClientProvider``), :mod:`.service` (what the Hub owns: the catalog, the
-call handler with its URL elicitation, the page and callback handlers).
+call handler with its URL elicitation, the page and callback handlers),
+:mod:`.relay` (progress and log messages of a call, back to its client).
 """
 
 from mcp_hub.upstream.peruser.service import PerUserServers, hub_connected

@@ -4,7 +4,9 @@ A user who must connect an account gets ``/connect/NAME?t=TICKET``. The ticket
 says which server, which identity asked and the elicitation it answers, and
 when it expires; an HMAC-SHA256 over it (keyed from the hub's token key, so
 replicas that share ``MCP_HUB_SECRET_KEY`` accept each other's links) proves the
-hub issued it. A ticket opens one flow: a second use is refused.
+hub issued it. A ticket opens one flow: a second use is refused, on any
+replica, because the first use is recorded in the shared state store with a
+set-if-absent (``SET NX`` on Redis) that expires with the ticket.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
+from mcp_hub.state import StateBackend
 from mcp_hub.upstream.oauth.errors import OAuthError
 
 __all__ = ["ConnectLinks", "LinkClaims"]
@@ -46,12 +49,11 @@ def _unb64(text: str) -> bytes:
 
 
 class ConnectLinks:
-    """Issues and checks tickets; remembers used nonces until they expire."""
+    """Issues and checks tickets; the state store remembers used nonces until they expire."""
 
     def __init__(self, key: bytes, seconds: float = LINK_SECONDS) -> None:
         self._key = hashlib.sha256(b"mcp-hub connect links\0" + key).digest()
         self.seconds = seconds
-        self._used: dict[str, float] = {}
 
     def issue(self, server: str, identity: str) -> tuple[str, LinkClaims]:
         """A new ticket for ``identity`` connecting ``server``, and what it says."""
@@ -65,8 +67,8 @@ class ConnectLinks:
     def _mac(self, body: str) -> str:
         return _b64(hmac.new(self._key, body.encode(), hashlib.sha256).digest())
 
-    def redeem(self, ticket: str, server: str) -> LinkClaims:
-        """The claims of a valid, unused ticket for ``server``; OAuthError otherwise."""
+    def check(self, ticket: str, server: str) -> LinkClaims:
+        """The claims of a valid, unexpired ticket for ``server``; OAuthError otherwise."""
         body, _, mac = ticket.partition(".")
         if not body or not hmac.compare_digest(mac.encode(), self._mac(body).encode()):
             raise OAuthError("this connect link is not valid")
@@ -81,8 +83,12 @@ class ConnectLinks:
             raise OAuthError("this connect link is for another server")
         if claims.expires_at < now:
             raise OAuthError("this connect link has expired: call the tool again for a new one")
-        self._used = {n: x for n, x in self._used.items() if x >= now}
-        if claims.nonce in self._used:
+        return claims
+
+    async def redeem(self, ticket: str, server: str, state: StateBackend) -> LinkClaims:
+        """:meth:`check`, then mark the ticket used in ``state``: a second use is refused."""
+        claims = self.check(ticket, server)
+        ttl = max(1.0, claims.expires_at - time.time() + 1.0)
+        if not await state.put_if_absent(f"peruser/link/{claims.nonce}", b"1", ttl):
             raise OAuthError("this connect link was already used: call the tool again for a new one")
-        self._used[claims.nonce] = claims.expires_at
         return claims

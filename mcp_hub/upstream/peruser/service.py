@@ -9,6 +9,10 @@ its client declared URL elicitation, and the ``-32042`` URL-elicitation-required
 error with the same URL otherwise. After the browser flow (:mod:`.flows`) the
 elicited call goes through, and the client is sent
 ``notifications/elicitation/complete``.
+
+Replicas: the link's single use and the flow in progress are kept in the
+shared state store (``[state] url``), so the page, the callback and the waiting
+call may each be served by a different replica.
 """
 
 from __future__ import annotations
@@ -29,19 +33,27 @@ from mcp.client.session import ClientSession
 from mcp.shared.auth import AuthorizationCodeResult
 from mcp.shared.exceptions import UrlElicitationRequiredError
 
-from mcp_hub.config import HubConfig, ServerConfig
+from mcp_hub.config import HubConfig
 from mcp_hub.context import CallContext
-from mcp_hub.redact import add_secrets
+from mcp_hub.redact import add_secrets, redact
 from mcp_hub.registry import ToolRegistry
+from mcp_hub.state import EmbeddedState, StateBackend, StateUnavailable
 from mcp_hub.upstream.oauth.attach import DEFAULT_REDIRECT, token_store
 from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.oauth.provider import HubOAuthProvider
-from mcp_hub.upstream.oauth.secretbox import load_key
+from mcp_hub.upstream.oauth.secretbox import SecretBox, load_key
 from mcp_hub.upstream.oauth.tokens import TokenStore
 from mcp_hub.upstream.peruser.catalog import PLACEHOLDER, Handler, PerUserCatalog
-from mcp_hub.upstream.peruser.flows import Flow, run_flow
+from mcp_hub.upstream.peruser.flows import (
+    FLOW_SECONDS,
+    FlowRecord,
+    begin_flow,
+    finish_flow,
+    flow_key,
+)
 from mcp_hub.upstream.peruser.links import ConnectLinks
 from mcp_hub.upstream.peruser.pool import UserSessions
+from mcp_hub.upstream.peruser.relay import SessionRelay
 from mcp_hub.upstream.peruser.session import list_tools, user_session
 
 __all__ = ["CALLBACK_PATH", "ConnectAnswer", "PerUserServers", "hub_connected"]
@@ -53,6 +65,8 @@ CALLBACK_PATH = "/connect/callback"
 ELICIT_WAIT_SECONDS = 300.0
 #: How long the page waits for the provider to produce the authorization URL.
 PAGE_WAIT_SECONDS = 30.0
+#: How often a waiting call looks for tokens stored by another replica's callback.
+POLL_SECONDS = 1.0
 
 
 def hub_connected(config: HubConfig) -> HubConfig:
@@ -86,8 +100,11 @@ class PerUserServers:
         self.registry = registry
         self.catalogs: dict[str, PerUserCatalog] = {}
         self._links: ConnectLinks | None = None
-        self._flows: dict[str, Flow] = {}  # by OAuth state
+        self._box: SecretBox | None = None
+        #: Where link uses and flows in progress live (the Hub sets its shared backend).
+        self.state: StateBackend = EmbeddedState()
         self._connected: dict[tuple[str, str], anyio.Event] = {}
+        self._relays: dict[tuple[str, str], SessionRelay] = {}  # one per open user session
         self.pool = UserSessions(self._open, max_sessions=config.hub.per_user_max_sessions,
                                  idle_seconds=config.hub.per_user_idle_seconds)
         self._tg: anyio.abc.TaskGroup | None = None
@@ -107,6 +124,13 @@ class PerUserServers:
         if self._links is None:
             self._links = ConnectLinks(load_key(self.config.state_path()))
         return self._links
+
+    @property
+    def box(self) -> SecretBox:
+        """Seals flow records with the token key (replicas share ``MCP_HUB_SECRET_KEY``)."""
+        if self._box is None:
+            self._box = SecretBox(load_key(self.config.state_path()))
+        return self._box
 
     async def __aenter__(self) -> Self:
         # Started even without per-user servers, so a reload can add one.
@@ -160,25 +184,28 @@ class PerUserServers:
         if not await self._store(name, identity).has_tokens():
             await self._ask_to_connect(name, identity, call)
         try:
-            return await self._on_session(name, identity, raw, args)
+            return await self._on_session(name, identity, raw, args, call)
         except Exception:
             if await self._store(name, identity).has_tokens():
                 raise
         # The authorization server refused this identity's refresh token (the provider
         # dropped the tokens): connect again, then retry once.
         await self._ask_to_connect(name, identity, call)
-        return await self._on_session(name, identity, raw, args)
+        return await self._on_session(name, identity, raw, args, call)
 
-    async def _on_session(self, name: str, identity: str, raw: str, args: dict[str, Any]
-                          ) -> types.CallToolResult:
+    async def _on_session(self, name: str, identity: str, raw: str, args: dict[str, Any],
+                          call: CallContext) -> types.CallToolResult:
         if raw == PLACEHOLDER:
             async with self.pool.use((name, identity)):
                 pass  # opening the session lists the catalog
             return _text(f"Connected to {name}; its tools are listed now.")
         async with self.pool.use((name, identity)) as entry:
             assert entry.session is not None
-            with anyio.fail_after(self.config.servers[name].max_call_seconds):
-                result: types.CallToolResult = await entry.session.call_tool(raw, args)
+            relay = self._relays.get((name, identity)) or SessionRelay(name)
+            with relay.calling(call) as on_progress, \
+                    anyio.fail_after(self.config.servers[name].max_call_seconds):
+                result: types.CallToolResult = await entry.session.call_tool(
+                    raw, args, progress_callback=on_progress)
             return result
 
     async def _ask_to_connect(self, name: str, identity: str, call: CallContext) -> None:
@@ -196,12 +223,24 @@ class PerUserServers:
         result = await call.elicit(params)
         if result.action != "accept":
             raise OAuthError(f"connecting {name} was {result.action}d; the call was not made")
-        with anyio.move_on_after(ELICIT_WAIT_SECONDS):
-            await connected.wait()
-        if not connected.is_set():
+        if not await self._wait_connected(name, identity, connected):
             raise UrlElicitationRequiredError(
                 [params], f"{name} is not connected yet: finish at the URL, then retry")
         await _elicitation_complete(call, claims.elicitation_id)
+
+    async def _wait_connected(self, name: str, identity: str, connected: anyio.Event) -> bool:
+        """Wait for this replica's callback (the event) or another's (tokens in the store)."""
+        with anyio.move_on_after(ELICIT_WAIT_SECONDS):
+            while not connected.is_set():
+                with anyio.move_on_after(POLL_SECONDS):
+                    await connected.wait()
+                try:
+                    if await self._store(name, identity).has_tokens():
+                        self._connected.pop((name, identity), None)
+                        return True
+                except StateUnavailable:
+                    pass  # the store may come back before the wait ends
+        return connected.is_set()
 
     def _base_url(self, call: CallContext) -> str:
         public = self.config.hub.http.public_url
@@ -225,69 +264,97 @@ class PerUserServers:
 
         provider = HubOAuthProvider(config.url, self._store(name, identity), config.oauth,
                                     redirect_uri=DEFAULT_REDIRECT, on_needs_login=needs_login)
-        async with user_session(config, provider, init_seconds=config.connect_timeout) as session:
-            catalog = self.catalogs.get(name)
-            if catalog is not None and not catalog.listed:
-                catalog.update(await list_tools(session))
-            yield session
+        relay = self._relays[key] = SessionRelay(name)
+        try:
+            async with user_session(config, provider, init_seconds=config.connect_timeout,
+                                    logging_callback=relay.on_log) as session:
+                catalog = self.catalogs.get(name)
+                if catalog is not None and not catalog.listed:
+                    catalog.update(await list_tools(session))
+                yield session
+        finally:
+            if self._relays.get(key) is relay:
+                del self._relays[key]
 
     # ------------------------------------------------------------------ browser
     async def open_link(self, name: str, ticket: str, base: str) -> ConnectAnswer:
-        """``GET /connect/NAME?t=…``: check the ticket, start the flow, redirect the browser."""
+        """``GET /connect/NAME?t=…``: check the ticket, begin the flow, redirect the browser."""
         server = self.config.enabled_servers().get(name)
         if server is None or not server.oauth_per_user or self._tg is None:
             return ConnectAnswer(404, f"No per-user server named {name}.")
         try:
-            claims = self.links.redeem(ticket, name)
+            claims = await self.links.redeem(ticket, name, self.state)
+        except StateUnavailable:
+            return ConnectAnswer(503, "The hub's shared state store is unavailable; try again.")
         except OAuthError as exc:
             return ConnectAnswer(403, str(exc))
-        flow = Flow(name, claims.identity, claims.elicitation_id)
         redirect_uri = f"{base}{CALLBACK_PATH}"
-        self._tg.start_soon(self._run, flow, server, redirect_uri)
-        with anyio.move_on_after(PAGE_WAIT_SECONDS):
-            await flow.redirected.wait()
-        if flow.auth_url is not None and flow.state is not None and not flow.done.is_set():
-            self._flows[flow.state] = flow
+        store = self._store(name, claims.identity)
+        begun = await begin_flow(server, store, redirect_uri, PAGE_WAIT_SECONDS)
+        if begun.auth_url and begun.state and begun.verifier:
+            record = FlowRecord(name, claims.identity, claims.elicitation_id, redirect_uri,
+                                begun.verifier)
+            try:
+                await self.state.put(flow_key(begun.state), record.seal(self.box), FLOW_SECONDS)
+            except StateUnavailable:
+                return ConnectAnswer(503, "The hub's shared state store is unavailable; try again.")
             return ConnectAnswer(302, "Continue at the authorization server.",
-                                 location=flow.auth_url, cookie=flow.browser)
-        if flow.done.is_set() and flow.error is None:
+                                 location=begun.auth_url, cookie=record.browser)
+        if begun.error is None:  # the upstream let the session in without a login
+            self._connected_now(name, claims.identity, begun.tools)
             return ConnectAnswer(200, f"Connected to {name}. You can close this tab.")
-        return ConnectAnswer(502, f"Connecting {name} failed: {flow.error or 'no authorization URL'}")
+        return ConnectAnswer(502, f"Connecting {name} failed: {begun.error}")
 
-    async def _run(self, flow: Flow, server: ServerConfig, redirect_uri: str) -> None:
-        store = self._store(flow.server, flow.identity)
-        await run_flow(flow, server, store, redirect_uri)
-        if flow.state is not None:
-            self._flows.pop(flow.state, None)
-        if flow.error is None:
-            self.pool.drop(flow.server, flow.identity)  # a session on old tokens goes
-            if flow.tools is not None and flow.server in self.catalogs:
-                self.catalogs[flow.server].update(flow.tools)
-            self._connected.pop((flow.server, flow.identity), anyio.Event()).set()
-            logger.info("%s connected %s", flow.identity, flow.server,
-                        extra={"server": flow.server})
+    def _connected_now(self, name: str, identity: str, tools: list[types.Tool] | None) -> None:
+        self.pool.drop(name, identity)  # a session on old tokens goes
+        if tools is not None and name in self.catalogs:
+            self.catalogs[name].update(tools)
+        self._connected.pop((name, identity), anyio.Event()).set()
+        logger.info("%s connected %s", identity, name, extra={"server": name})
 
     async def finish(self, query: dict[str, str], browser: str | None) -> ConnectAnswer:
-        """``GET /connect/callback``: the authorization server's redirect, from the same browser."""
-        flow = self._flows.get(query.get("state") or "")
-        if flow is None:
+        """``GET /connect/callback``: the authorization server's redirect, from the same browser.
+
+        Any replica can answer it: the flow's record comes from the shared store."""
+        key = flow_key(query.get("state") or "")
+        try:
+            blob = await self.state.get(key)
+            record = FlowRecord.unseal(self.box, blob) if blob is not None else None
+            if record is not None and browser is not None and _same(browser, record.browser):
+                if await self.state.take(key) is None:
+                    record = None  # another request finished it first
+            elif record is not None:
+                return ConnectAnswer(403, "This connect flow was started in another browser.")
+        except StateUnavailable:
+            return ConnectAnswer(503, "The hub's shared state store is unavailable; try again.")
+        except OAuthError as exc:
+            return ConnectAnswer(400, str(exc))
+        if record is None:
             return ConnectAnswer(400, "Unknown or finished connect flow.")
-        if browser is None or not _same(browser, flow.browser):
-            return ConnectAnswer(403, "This connect flow was started in another browser.")
-        self._flows.pop(flow.state or "", None)
+        return await self._finish(record, query)
+
+    async def _finish(self, record: FlowRecord, query: dict[str, str]) -> ConnectAnswer:
+        name = record.server
+        server = self.config.enabled_servers().get(name)
+        if server is None or not server.oauth_per_user:
+            return ConnectAnswer(404, f"No per-user server named {name}.")
         code = query.get("code")
-        item: AuthorizationCodeResult | OAuthError
         if code is None:
-            item = OAuthError(f"authorization refused: {query.get('error') or 'no code'}")
-        else:
-            item = AuthorizationCodeResult(code=code, state=query.get("state"), iss=query.get("iss"))
-        flow.deliver(item)
-        with anyio.move_on_after(PAGE_WAIT_SECONDS * 2):
-            await flow.done.wait()
-        if flow.done.is_set() and flow.error is None:
-            return ConnectAnswer(200, f"Connected to {flow.server}. You can close this tab "
-                                      "and return to your client.")
-        return ConnectAnswer(502, f"Connecting {flow.server} failed: {flow.error or 'timed out'}")
+            error = f"authorization refused: {query.get('error') or 'no code'}"
+            return ConnectAnswer(502, f"Connecting {name} failed: {error}")
+        result = AuthorizationCodeResult(code=code, state=query.get("state"), iss=query.get("iss"))
+        try:
+            tools = await finish_flow(server, self._store(name, record.identity), record, result)
+        except TimeoutError:
+            return ConnectAnswer(502, f"Connecting {name} failed: not completed in time")
+        except Exception as exc:
+            error = redact(str(exc)) or type(exc).__name__
+            logger.info("connecting %s for %s failed: %s", name, record.identity, error,
+                        extra={"server": name})
+            return ConnectAnswer(502, f"Connecting {name} failed: {error}")
+        self._connected_now(name, record.identity, tools)
+        return ConnectAnswer(200, f"Connected to {name}. You can close this tab "
+                                  "and return to your client.")
 
 
 def _same(a: str, b: str) -> bool:

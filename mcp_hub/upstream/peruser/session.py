@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import httpx2
 import mcp.types as types
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientSession, LoggingFnT
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -22,8 +22,10 @@ _MAX_PAGES = 100
 
 @asynccontextmanager
 async def user_session(config: ServerConfig, auth: httpx2.Auth, *,
-                       init_seconds: float) -> AsyncIterator[ClientSession]:
-    """An initialized session with ``config.url``; ``auth`` adds (and refreshes) the token."""
+                       init_seconds: float, logging_callback: LoggingFnT | None = None
+                       ) -> AsyncIterator[ClientSession]:
+    """An initialized session with ``config.url``; ``auth`` adds (and refreshes) the token;
+    the upstream's log messages go to ``logging_callback``."""
     assert config.url is not None
     read_timeout = max(config.max_call_seconds, 300.0)
     async with AsyncExitStack() as stack:
@@ -40,7 +42,8 @@ async def user_session(config: ServerConfig, auth: httpx2.Auth, *,
             streams = await stack.enter_async_context(
                 streamable_http_client(config.url, http_client=client))
         read, write = streams[0], streams[1]
-        session = await stack.enter_async_context(ClientSession(read, write))
+        session = await stack.enter_async_context(ClientSession(
+            read, write, logging_callback=logging_callback))
         with anyio.fail_after(init_seconds):
             await session.initialize()
         yield session
