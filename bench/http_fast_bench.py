@@ -261,15 +261,19 @@ def report(results: dict[str, dict[str, Sample]]) -> str:
         cpu = cpu_us(parts["load"])
         load = parts["load"]
         own = load.cpu_own / load.cpu_calls * 1e6 if load.cpu_calls else float("nan")
+        one = parts["one"]  # the proxy's own CPU per call with one call in flight
+        own_one = one.cpu_own / one.cpu_calls * 1e6 if one.cpu_calls else float("nan")
         rows.append([n, f"{cpu:.0f} ({own:.0f} + {cpu - own:.0f})", fmt_ratio(base_cpu / cpu) if base_cpu else "—",
                      f"{rate:.0f}", fmt_ms(p50), fmt_ms(p99),
                      fmt_ratio(rate / base[0]) if base and base[0] else "—",
                      fmt_ratio(hub_rate / rate) if hub_rate and rate else "—",
                      fmt_ms(one50), f"{one50 - base_one[1]:+.2f}" if base_one else "—", fmt_ms(one99),
+                     f"{own_one:.0f}" if n != "direct" else "—",
                      str(parts["load"].errors + parts["one"].errors)])
     return markdown_table(["target", "server CPU µs/call (proxy + upstream)", "calls per CPU-s vs direct",
                            "calls/s (16×4)", "p50 ms", "p99 ms", "vs direct",
-                           "hub ÷ this", "p50 ms (1 in flight)", "added p50", "p99 ms (1)", "errors"], rows)
+                           "hub ÷ this", "p50 ms (1 in flight)", "added p50", "p99 ms (1)",
+                           "proxy CPU µs/call (1 in flight)", "errors"], rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,14 +35,12 @@ import anyio.abc
 import anyio.lowlevel
 import httpx2
 import mcp.types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from mcp_hub import commands, pdeathsig, prespawn
-from mcp_hub.batching import join_ready
 from mcp_hub.config import ServerConfig
 from mcp_hub.errors import UpstreamError
 from mcp_hub.prespawn import INHERITED_ENV_VARS, AdoptEarly
@@ -51,6 +49,8 @@ from mcp_hub.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth
 from mcp_hub.upstream.oauth.errors import login_hint
+from mcp_hub.upstream.stdio_read import StdoutReadStream
+from mcp_hub.upstream.stdio_write import StdinWriteStream
 
 __all__ = [
     "INHERITED_ENV_VARS",
@@ -240,25 +240,26 @@ async def _stdio(
 
     probe.pid = process.pid
     # No await between the spawn and the task group, so a cancellation cannot leak the child.
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    # Stdout is read and parsed in the session's receiving task and requests go into
+    # stdin in the caller's task: no reader or writer task, no hand-over between tasks.
+    assert process.stdout is not None
+    read = StdoutReadStream(process.stdout, _stdout_parser(name, config.max_message_bytes),
+                            _eof_reporter(process, on_eof))
+    write = StdinWriteStream(process.stdin, read.end)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_stdout, name, process, read_send, on_eof,
-                          config.max_message_bytes)
-            tg.start_soon(_write_stdin, process, write_recv, read_send)
             tg.start_soon(_read_stderr, name, process, probe)
             try:
-                yield read_recv, write_send
+                yield read, write
             finally:
                 with anyio.CancelScope(shield=True):
-                    write_send.close()
-                    read_recv.close()
+                    write.close()
+                    read.close()
                     await _stop_process(process)
                 tg.cancel_scope.cancel()
     finally:
-        for stream in (read_send, read_recv, write_send, write_recv):
-            stream.close()
+        write.close()
+        read.close()
 
 
 class _Oversized:
@@ -424,47 +425,41 @@ class _AnswerMalformedResponses:
         await self.aclose()
 
 
-async def _read_stdout(
-    name: str,
-    process: anyio.abc.Process,
-    send: MemoryObjectSendStream[SessionMessage | Exception],
-    on_eof: Callable[[str], None],
-    limit: int,
-) -> None:
-    assert process.stdout is not None
+def _stdout_parser(name: str, limit: int) -> Callable[[bytes], list[SessionMessage]]:
+    """What a stdio child's stdout chunks hold: its messages, in order (see the module)."""
     adapter = types.jsonrpc_message_adapter
     lines = _Lines(limit)
     tag = {"server": name}
-    try:
-        async with send:
-            async for chunk in process.stdout:
-                for line in lines.feed(chunk):
-                    item: SessionMessage | Exception
-                    if isinstance(line, _Oversized):
-                        logger.warning("[%s] upstream sent a %d-byte message, over "
-                                       "max_message_bytes (%d); dropped", name, line.size, limit,
-                                       extra=tag)
-                        reply = _oversized_reply(line, limit)
-                        if reply is None:
-                            continue
-                        item = reply
-                    elif not line.strip():
-                        continue
-                    else:
-                        try:
-                            item = SessionMessage(adapter.validate_json(line, by_name=False))
-                        except ValueError:
-                            reply = _stdout_reply(name, line)
-                            if reply is None:
-                                continue
-                            item = reply
-                    await send.send(item)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-        pass
-    finally:
+
+    def parse(chunk: bytes) -> list[SessionMessage]:
+        items: list[SessionMessage] = []
+        for line in lines.feed(chunk):
+            reply: SessionMessage | None
+            if isinstance(line, _Oversized):
+                logger.warning("[%s] upstream sent a %d-byte message, over "
+                               "max_message_bytes (%d); dropped", name, line.size, limit,
+                               extra=tag)
+                reply = _oversized_reply(line, limit)
+            elif not line.strip():
+                continue
+            else:
+                try:
+                    reply = SessionMessage(adapter.validate_json(line, by_name=False))
+                except ValueError:
+                    reply = _stdout_reply(name, line)
+            if reply is not None:
+                items.append(reply)
+        return items
+
+    return parse
+
+
+def _eof_reporter(process: anyio.abc.Process, on_eof: Callable[[str], None]) -> Callable[[], None]:
+    def report() -> None:
         code = process.returncode
         on_eof("the server process closed its stdout" if code is None
                else f"the server process exited with code {code}")
+    return report
 
 
 def _stdout_reply(name: str, line: bytes) -> SessionMessage | None:
@@ -481,26 +476,6 @@ def _stdout_reply(name: str, line: bytes) -> SessionMessage | None:
     logger.warning("[%s] upstream sent an invalid response to request %r: %s", name,
                    found[0], found[1], extra={"server": name})
     return _error_reply(*found)
-
-
-def _encode(message: SessionMessage) -> bytes:
-    return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
-
-
-async def _write_stdin(
-    process: anyio.abc.Process,
-    recv: MemoryObjectReceiveStream[SessionMessage],
-    read_send: MemoryObjectSendStream[SessionMessage | Exception],
-) -> None:
-    assert process.stdin is not None
-    try:
-        async with recv:
-            async for message in recv:
-                # Concurrent calls queue up several requests: one write carries them all.
-                await process.stdin.send(join_ready(message, recv, _encode))
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        # The child stopped reading: end the session rather than hang a request.
-        read_send.close()
 
 
 async def _read_stderr(name: str, process: anyio.abc.Process, probe: TransportProbe) -> None:
