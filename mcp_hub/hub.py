@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -47,9 +47,11 @@ from mcp_hub.redact import detach as detach_secrets
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as builtin_declarations
 from mcp_hub.roots import ClientRoots
+from mcp_hub.search.exposure import plan_exposure_steps
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
+from mcp_hub.steps import STEP_ITEMS, Steps, run_steps, run_steps_sliced
 from mcp_hub.telemetry import reconfigure_telemetry, start_telemetry, stop_telemetry
 from mcp_hub.tool_models import ToolModels
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
@@ -360,12 +362,23 @@ class Hub(ServingMixin):
         return self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
+        return run_steps(self._origins_steps())
+
+    def _origins_steps(self) -> Steps[tuple[dict[str, str], dict[str, str]]]:
         generation = self.registry.generation  # read before the snapshot: never newer than it
         if self._origins is not None and self._origins[0] == generation:
             return self._origins[1], self._origins[2]
-        snap = self.registry.snapshot()
-        origins: dict[str, str] = {name: e.origin for name, e in snap.items()}
-        servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
+        snap = list(self.registry.snapshot().items())
+        origins: dict[str, str] = {}
+        servers: dict[str, str] = {}
+        labels: dict[str, str] = {}  # toolset -> server label (a few toolsets, many tools)
+        for i, (name, e) in enumerate(snap):
+            if i % STEP_ITEMS == STEP_ITEMS - 1:
+                yield
+            origins[name] = e.origin
+            label = labels.get(e.toolset)
+            servers[name] = label if label is not None else labels.setdefault(
+                e.toolset, _server_of_toolset(e.toolset))
         self._origins = (generation, origins, servers)
         return origins, servers
 
@@ -417,10 +430,19 @@ class Hub(ServingMixin):
 
     def tool_definitions(self, profile: Caller | str | None = None) -> list[dict[str, Any]]:
         """The definitions ``tools/list`` shows this caller (the ``tool_search`` plan applied)."""
-        caller = as_caller(profile)
-        defs = self._definitions(caller)
-        origins, servers = self._origins_and_servers()
-        plan = plan_exposure(defs, origins, servers, self.config.tool_search)
+        return run_steps(self.tool_definition_steps(as_caller(profile)))
+
+    async def tool_definitions_sliced(self, profile: Caller | str | None,
+                                      pause: Callable[[], Awaitable[None]]) -> list[dict[str, Any]]:
+        """:meth:`tool_definitions`, awaiting ``pause()`` between steps of a few dozen tools."""
+        return await run_steps_sliced(self.tool_definition_steps(as_caller(profile)), pause)
+
+    def tool_definition_steps(self, caller: Caller) -> Steps[list[dict[str, Any]]]:
+        tools = self.access.policy(caller).tools
+        defs = yield from self.registry.definitions.get_steps(
+            None if tools is None else set(tools), cache_key=(caller, self.config.fingerprint()))
+        origins, servers = yield from self._origins_steps()
+        plan = yield from plan_exposure_steps(defs, origins, servers, self.config.tool_search)
         previous = self._bridge_active.get(caller)
         self._bridge_active[caller] = plan.active
         if previous is not None and previous != plan.active:
