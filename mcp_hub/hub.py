@@ -47,12 +47,12 @@ from mcp_hub.redact import detach as detach_secrets
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as builtin_declarations
 from mcp_hub.roots import ClientRoots
-from mcp_hub.search.exposure import plan_exposure_steps
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
-from mcp_hub.steps import STEP_ITEMS, Steps, run_steps, run_steps_sliced
+from mcp_hub.steps import run_steps, run_steps_sliced
 from mcp_hub.telemetry import reconfigure_telemetry, start_telemetry, stop_telemetry
+from mcp_hub.tool_listing import definition_steps, origins_steps
 from mcp_hub.tool_models import ToolModels
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
@@ -362,25 +362,7 @@ class Hub(ServingMixin):
         return self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
-        return run_steps(self._origins_steps())
-
-    def _origins_steps(self) -> Steps[tuple[dict[str, str], dict[str, str]]]:
-        generation = self.registry.generation  # read before the snapshot: never newer than it
-        if self._origins is not None and self._origins[0] == generation:
-            return self._origins[1], self._origins[2]
-        snap = list(self.registry.snapshot().items())
-        origins: dict[str, str] = {}
-        servers: dict[str, str] = {}
-        labels: dict[str, str] = {}  # toolset -> server label (a few toolsets, many tools)
-        for i, (name, e) in enumerate(snap):
-            if i % STEP_ITEMS == STEP_ITEMS - 1:
-                yield
-            origins[name] = e.origin
-            label = labels.get(e.toolset)
-            servers[name] = label if label is not None else labels.setdefault(
-                e.toolset, _server_of_toolset(e.toolset))
-        self._origins = (generation, origins, servers)
-        return origins, servers
+        return run_steps(origins_steps(self))
 
     def _deferred_catalog(self, caller: Caller) -> Catalog:
         """What ``tool_search`` searches for ``caller``: the upstream and plugin tools it may reach.
@@ -430,26 +412,12 @@ class Hub(ServingMixin):
 
     def tool_definitions(self, profile: Caller | str | None = None) -> list[dict[str, Any]]:
         """The definitions ``tools/list`` shows this caller (the ``tool_search`` plan applied)."""
-        return run_steps(self.tool_definition_steps(as_caller(profile)))
+        return run_steps(definition_steps(self, as_caller(profile)))
 
     async def tool_definitions_sliced(self, profile: Caller | str | None,
                                       pause: Callable[[], Awaitable[None]]) -> list[dict[str, Any]]:
         """:meth:`tool_definitions`, awaiting ``pause()`` between steps of a few dozen tools."""
-        return await run_steps_sliced(self.tool_definition_steps(as_caller(profile)), pause)
-
-    def tool_definition_steps(self, caller: Caller) -> Steps[list[dict[str, Any]]]:
-        tools = self.access.policy(caller).tools
-        defs = yield from self.registry.definitions.get_steps(
-            None if tools is None else set(tools), cache_key=(caller, self.config.fingerprint()))
-        origins, servers = yield from self._origins_steps()
-        plan = yield from plan_exposure_steps(defs, origins, servers, self.config.tool_search)
-        previous = self._bridge_active.get(caller)
-        self._bridge_active[caller] = plan.active
-        if previous is not None and previous != plan.active:
-            logger.info("tool_search %s for %s (%d deferrable tokens, threshold %d)",
-                        "activated" if plan.active else "deactivated", caller.label,
-                        plan.deferrable_tokens, plan.threshold_tokens)
-        return plan.visible
+        return await run_steps_sliced(definition_steps(self, as_caller(profile)), pause)
 
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
         defs = self._definitions(as_caller(profile))
