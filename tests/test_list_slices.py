@@ -2,7 +2,8 @@
 
 An in-process hub (no upstream) holding the 1,000 real tool definitions of the
 list benchmark; a real pipe for the stdio writer; a recording ASGI ``send`` for
-the HTTP one.
+the HTTP one, and a real hub over uvicorn in front of the benchmark's catalog
+server for the bytes of a large answer sent in pieces.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import httpx2
 import pytest
 from starlette.types import Message
 
@@ -27,7 +29,8 @@ from mcp_hub.downstream.paced_send import paced
 from mcp_hub.downstream.prepared_lists import PreparedLists
 from mcp_hub.hub import Hub
 from mcp_hub.pipes import CoalescingWriter, open_read_pipe, open_write_pipe
-from tests.hubtest import write_config
+from tests.hubtest import PY, ROOT, http_hub, write_config
+from tests.test_http_fastpath import RawSession, sse_data
 from tests.test_list_fragments import TOOLS, register
 
 pytestmark = pytest.mark.anyio
@@ -179,3 +182,25 @@ async def test_a_large_http_body_is_sent_in_pieces_with_the_same_bytes() -> None
     assert [m["more_body"] for m in bodies] == [True] * (len(bodies) - 1) + [False]
     assert sent[-1] == {"type": "http.response.body", "body": b"small"}
     assert turns.count - before >= len(bodies) - 1
+
+
+async def test_a_large_list_over_http_has_the_sdk_bytes_when_sent_in_pieces(tmp_path: Path) -> None:
+    """A real hub over uvicorn, 300 real tools (about 500 KB, four pieces): the fast path's
+    answer, written in pieces, equals the SDK path's answer byte for byte."""
+    catalog = [str(ROOT / "bench" / "catalog_server.py"), "300"]
+    config = write_config(tmp_path, "\n".join([
+        '[tool_search]', 'mode = "off"', '', '[servers.cat]', f"command = {json.dumps(PY)}",
+        f"args = {json.dumps(catalog)}", f"cwd = {json.dumps(str(ROOT))}", ""]))
+    async with http_hub(config, tmp_path, timeout=60) as hub, \
+            httpx2.AsyncClient(timeout=30) as client:
+        raw = RawSession(client, hub.mcp_url)
+        with anyio.fail_after(60):
+            await raw.open()
+            fast = await raw.request("tools/list")
+            raw._ids -= 1  # the same id, so the two answers can be compared byte for byte
+            slow = await raw.request("tools/list", lead=b" ")
+    assert fast.headers["content-type"] == "application/json"
+    assert len(fast.content) > 3 * 128 * 1024
+    assert int(fast.headers["content-length"]) == len(fast.content)
+    assert [fast.text] == [d for d in sse_data(slow.text) if '"result"' in d]
+    assert len(fast.json()["result"]["tools"]) >= 300

@@ -177,12 +177,13 @@ def plan_exposure_steps(
     settings: SettingsLike,
 ) -> Steps[ExposurePlan]:
     """:func:`plan_exposure` in steps of ``STEP_ITEMS`` definitions (:mod:`mcp_hub.steps`)."""
-    deferred: list[dict[str, Any]] = []
-    kept: list[dict[str, Any]] = []
+    # The caller gets fresh top-level dicts; they are copied once, for the lists returned.
+    deferred: list[Mapping[str, Any]] = []
+    kept: list[Mapping[str, Any]] = []
     for i, d in enumerate(definitions):
         if i % STEP_ITEMS == STEP_ITEMS - 1:
             yield
-        (deferred if is_deferrable(d, origins.get(str(d.get("name"))), settings) else kept).append(dict(d))
+        (deferred if is_deferrable(d, origins.get(str(d.get("name"))), settings) else kept).append(d)
     lengths: list[int] = []
     for start in range(0, len(deferred), STEP_ITEMS * 4):
         yield
@@ -202,8 +203,9 @@ def plan_exposure_steps(
             visible.extend(map(dict, definitions[start:start + STEP_ITEMS * 4]))
         return ExposurePlan(False, visible, [], tokens, threshold)
     yield
-    visible = kept + bridge_definitions(deferred, servers, settings)
-    return ExposurePlan(True, visible, deferred, tokens, threshold)
+    hidden = [dict(d) for d in deferred]
+    visible = [dict(d) for d in kept] + bridge_definitions(hidden, servers, settings)
+    return ExposurePlan(True, visible, hidden, tokens, threshold)
 
 
 def catalog_description(
