@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_hub.frozen import freeze
+from mcp_hub.steps import STEP_ITEMS, Steps, run_steps
 from mcp_hub.tool_entry import CheckFn, ToolEntry, input_schema_of
 
 __all__ = [
@@ -155,6 +156,17 @@ class DefinitionCache:
     def get(self, names: Iterable[str] | None = None, *, cache_key: Hashable = None
             ) -> list[dict[str, Any]]:
         """Definitions of the available tools among ``names``; see ``ToolRegistry.get_definitions``."""
+        return run_steps(self.get_steps(names, cache_key=cache_key))
+
+    def get_steps(self, names: Iterable[str] | None = None, *, cache_key: Hashable = None
+                  ) -> Steps[list[dict[str, Any]]]:
+        """:meth:`get` in steps of ``STEP_ITEMS`` entries (:mod:`mcp_hub.steps`).
+
+        The entries are taken under the lock in one piece; the steps after that
+        (sorting, filtering, copying a thousand definitions) work on that snapshot,
+        so a registry change between two steps gives the list of the snapshot's
+        generation, which is not cached under a newer key.
+        """
         name_key = None if names is None else frozenset(names)
         with self._lock:
             generation, tools = self._source()
@@ -172,23 +184,29 @@ class DefinitionCache:
                 now_generation, tools = self._source()
                 cacheable = now_generation == generation
                 entries = [e for n, e in tools.items() if name_key is None or n in name_key]
-        if cached is not None:
-            return list(map(dict.copy, cached))
-        built = tuple(self._build(entries, dict(zip(checks, probes, strict=True))))
-        if cacheable:
-            with self._lock:
-                self._defs_cache[key] = built
-                self._defs_cache.move_to_end(key)
-                while len(self._defs_cache) > DEFINITIONS_CACHE_SIZE:
-                    self._defs_cache.popitem(last=False)
-        return list(map(dict.copy, built))
+        if cached is None:
+            yield
+            cached = tuple((yield from self._build(entries, dict(zip(checks, probes, strict=True)))))
+            if cacheable:
+                with self._lock:
+                    self._defs_cache[key] = cached
+                    self._defs_cache.move_to_end(key)
+                    while len(self._defs_cache) > DEFINITIONS_CACHE_SIZE:
+                        self._defs_cache.popitem(last=False)
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(cached), STEP_ITEMS * 4):
+            yield
+            out.extend(map(dict.copy, cached[start:start + STEP_ITEMS * 4]))
+        return out
 
     def _build(self, entries: list[ToolEntry], pass_checks: dict[CheckFn, bool]
-               ) -> list[dict[str, Any]]:
+               ) -> Steps[list[dict[str, Any]]]:
         entries.sort(key=lambda e: e.name)
         out: list[dict[str, Any]] = []
         environ = os.environ
-        for e in entries:
+        for i, e in enumerate(entries):
+            if i % STEP_ITEMS == STEP_ITEMS - 1:
+                yield
             if e.requires_env and not all(environ.get(v) for v in e.requires_env):
                 continue
             if e.check_fn is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -50,7 +50,9 @@ from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
+from mcp_hub.steps import run_steps, run_steps_sliced
 from mcp_hub.telemetry import reconfigure_telemetry, start_telemetry, stop_telemetry
+from mcp_hub.tool_listing import definition_steps, origins_steps
 from mcp_hub.tool_models import ToolModels
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
@@ -361,14 +363,7 @@ class Hub(ServingMixin):
         return self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
-        generation = self.registry.generation  # read before the snapshot: never newer than it
-        if self._origins is not None and self._origins[0] == generation:
-            return self._origins[1], self._origins[2]
-        snap = self.registry.snapshot()
-        origins: dict[str, str] = {name: e.origin for name, e in snap.items()}
-        servers = {name: _server_of_toolset(e.toolset) for name, e in snap.items()}
-        self._origins = (generation, origins, servers)
-        return origins, servers
+        return run_steps(origins_steps(self))
 
     def _deferred_catalog(self, caller: Caller) -> Catalog:
         """What ``tool_search`` searches for ``caller``: the upstream and plugin tools it may reach.
@@ -418,17 +413,12 @@ class Hub(ServingMixin):
 
     def tool_definitions(self, profile: Caller | str | None = None) -> list[dict[str, Any]]:
         """The definitions ``tools/list`` shows this caller (the ``tool_search`` plan applied)."""
-        caller = as_caller(profile)
-        defs = self._definitions(caller)
-        origins, servers = self._origins_and_servers()
-        plan = plan_exposure(defs, origins, servers, self.config.tool_search)
-        previous = self._bridge_active.get(caller)
-        self._bridge_active[caller] = plan.active
-        if previous is not None and previous != plan.active:
-            logger.info("tool_search %s for %s (%d deferrable tokens, threshold %d)",
-                        "activated" if plan.active else "deactivated", caller.label,
-                        plan.deferrable_tokens, plan.threshold_tokens)
-        return plan.visible
+        return run_steps(definition_steps(self, as_caller(profile)))
+
+    async def tool_definitions_sliced(self, profile: Caller | str | None,
+                                      pause: Callable[[], Awaitable[None]]) -> list[dict[str, Any]]:
+        """:meth:`tool_definitions`, awaiting ``pause()`` between steps of a few dozen tools."""
+        return await run_steps_sliced(definition_steps(self, as_caller(profile)), pause)
 
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
         defs = self._definitions(as_caller(profile))

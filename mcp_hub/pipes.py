@@ -34,27 +34,57 @@ async def open_write_pipe(pipe: Any) -> asyncio.StreamWriter:
     return asyncio.StreamWriter(transport, protocol, None, loop)
 
 
+#: The most one turn of the event loop writes to a pipe; the rest of a larger queue
+#: (a ``tools/list`` answer of megabytes) leaves in the next turns, in order.
+WRITE_CHUNK = 128 * 1024
+
+
 class CoalescingWriter:
     """A pipe writer that sends everything queued in one event-loop turn as one write.
 
+    At most ``chunk`` bytes leave per turn: a larger queue is written over several
+    turns, in order and unchanged, so that other tasks (the calls in flight) run
+    between two pieces of a megabyte answer instead of waiting for all of it to be
+    copied. Messages queued meanwhile go out after it, never inside it.
     :meth:`send` waits for the pipe to drain only when more than ``high_water``
     bytes are buffered, so a slow reader slows its writers instead of growing memory.
     """
 
-    def __init__(self, writer: asyncio.StreamWriter, high_water: int) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, high_water: int, *,
+                 chunk: int = WRITE_CHUNK) -> None:
         self.writer = writer
         self._high_water = high_water
-        self._queued: list[bytes] = []
+        self._chunk = chunk
+        self._queued: list[bytes | memoryview] = []
 
     def is_closing(self) -> bool:
         return self.writer.is_closing()
 
     def flush(self) -> None:
-        """Write what is queued now (in one write)."""
-        data = b"".join(self._queued)
-        self._queued.clear()
+        """Write up to ``chunk`` bytes of what is queued now (in one write); the rest next turn."""
+        data = self._take()
         if data and not self.writer.is_closing():
             self.writer.write(data)
+        if self._queued:
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def _take(self) -> bytes:
+        queued = self._queued
+        if len(queued) == 1 and len(queued[0]) <= self._chunk:
+            return bytes(queued.pop())
+        parts: list[bytes | memoryview] = []
+        room = self._chunk
+        while queued and room > 0:
+            head = queued[0]
+            if len(head) <= room:
+                parts.append(queued.pop(0))
+                room -= len(head)
+            else:
+                view = memoryview(head)
+                parts.append(view[:room])
+                queued[0] = view[room:]
+                room = 0
+        return b"".join(parts)
 
     async def send(self, data: bytes) -> None:
         """Queue ``data`` for this turn's write; BrokenPipeError once the pipe is closing.
@@ -71,6 +101,9 @@ class CoalescingWriter:
             await writer.drain()
 
     def close(self) -> None:
-        """Write what is queued, then close the pipe."""
-        self.flush()
+        """Write everything queued, then close the pipe."""
+        data = b"".join(self._queued)
+        self._queued.clear()
+        if data and not self.writer.is_closing():
+            self.writer.write(data)
         self.writer.close()

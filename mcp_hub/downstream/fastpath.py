@@ -228,7 +228,7 @@ class StdioFastPath(JsonRpcDownstream):
                     "_meta"), protocol_version=self.version):  # its span (mcp_hub.telemetry)
                 body = await prepared_lists(self.hub).result(kind, as_caller(self.profile),
                                                              self.version, cursor)
-            data = head + body + b"}\n"
+            data = b"".join((head, body, b"}\n"))  # one copy of a large answer
         except MCPError as exc:
             data = _encode({"jsonrpc": "2.0", "id": rid, "error": exc.error.model_dump(
                 by_alias=True, mode="json", exclude_none=True)})

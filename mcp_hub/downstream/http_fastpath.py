@@ -61,6 +61,7 @@ from mcp_hub.downstream.fastpath import _Pending
 from mcp_hub.downstream.http_fast_channel import HttpChannel, send_accepted, send_json
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.jsonrpc import is_request_id
+from mcp_hub.downstream.paced_send import paced
 from mcp_hub.downstream.prepared_lists import LIST_METHODS, prepared_lists
 
 __all__ = ["FastSession", "HttpFastPath", "freeze_startup_heap", "live_session"]
@@ -227,7 +228,7 @@ class HttpFastPath:
                 body = await self._list(method, session, endpoint[1], rid, cursor,
                                         (params or {}).get("_meta"), headers)
             self.served[method] = self.served.get(method, 0) + 1
-            await send_json(send, session.sid, body)
+            await send_json(paced(send), session.sid, body)  # a large list in pieces
         return True
 
     async def _list(self, method: str, session: FastSession, caller: Caller, rid: Any,
@@ -241,7 +242,7 @@ class HttpFastPath:
         except MCPError as exc:
             return encode_message({"jsonrpc": "2.0", "id": rid, "error": exc.error.model_dump(
                 by_alias=True, mode="json", exclude_none=True)})
-        return b'{"jsonrpc":"2.0","id":' + _encode_id(rid) + b',"result":' + result + b"}"
+        return b"".join((b'{"jsonrpc":"2.0","id":', _encode_id(rid), b',"result":', result, b"}"))
 
     async def _answer(self, session: FastSession, rid: Any, raw: dict[str, Any], send: Send) -> bool:
         """A client's answer to a request the fast path sent: 202, and the call goes on."""

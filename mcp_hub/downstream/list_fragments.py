@@ -134,8 +134,12 @@ class Fragments:
                    hint: tuple[int, str] | None, slicer: Slicer) -> bytes:
         """One page's serialised result, built in slices."""
         dumped, head, tail = self.envelope(kind, version, cursor, hint)
-        parts: list[bytes] = []
+        parts: list[bytes] = [head]
         for item in items:
             parts.append(self.entry(kind, version, item, dumped))
+            parts.append(b",")
             await slicer.checkpoint()
-        return head + b",".join(parts) + tail
+        if len(parts) > 1:
+            parts.pop()  # the comma after the last entry
+        parts.append(tail)
+        return b"".join(parts)  # one copy of the answer (a megabyte or two for large catalogs)

@@ -164,7 +164,7 @@ class PreparedLists:
         try:
             await self.hub.wait_lists()
             slicer = Slicer()
-            items = await self._items(kind, caller)
+            items = await self._items(kind, caller, slicer)
             await slicer.checkpoint()
             hint = self.hint(kind, caller)
             serial = next(self._serials)
@@ -206,9 +206,9 @@ class PreparedLists:
             pages.append(await self.fragments.page(kind, version, chunk, cursor, hint, slicer))
         return pages
 
-    async def _items(self, kind: ListKind, caller: Caller) -> list[Any]:
-        if kind == "tools":  # definitions: the entries' JSON is cached per unchanged definition
-            return list(self.hub.tool_definitions(caller))
+    async def _items(self, kind: ListKind, caller: Caller, slicer: Slicer) -> list[Any]:
+        if kind == "tools":  # definitions, in slices; the entries' JSON is cached per definition
+            return list(await self.hub.tool_definitions_sliced(caller, slicer.checkpoint))
         if kind == "prompts":
             return list(await self.hub.list_prompts(caller))
         if kind == "resources":

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from mcp_hub.steps import STEP_ITEMS, Steps, run_steps
 from mcp_hub.tool_models import cacheable, definition_key
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "estimate_tokens",
     "is_deferrable",
     "plan_exposure",
+    "plan_exposure_steps",
     "server_label",
     "threshold_tokens",
 ]
@@ -108,7 +110,10 @@ def estimate_tokens(definitions: Iterable[Mapping[str, Any]]) -> int:
     between two, and the brackets; each unchanged definition's length is measured once
     (:func:`_json_length`), not at every registry generation.
     """
-    lengths = [_json_length(d) for d in definitions]
+    return _tokens([_json_length(d) for d in definitions])
+
+
+def _tokens(lengths: Sequence[int]) -> int:
     return math.ceil((sum(lengths) + max(len(lengths) - 1, 0) + 2) / 4)
 
 
@@ -162,11 +167,28 @@ def plan_exposure(
     label. Mode ``on`` bridges even with nothing to defer, so that tools which
     appear later stay reachable through ``tool_call``.
     """
-    deferred: list[dict[str, Any]] = []
-    kept: list[dict[str, Any]] = []
-    for d in definitions:
-        (deferred if is_deferrable(d, origins.get(str(d.get("name"))), settings) else kept).append(dict(d))
-    tokens = estimate_tokens(deferred)
+    return run_steps(plan_exposure_steps(definitions, origins, servers, settings))
+
+
+def plan_exposure_steps(
+    definitions: Sequence[Mapping[str, Any]],
+    origins: Mapping[str, str],
+    servers: Mapping[str, str],
+    settings: SettingsLike,
+) -> Steps[ExposurePlan]:
+    """:func:`plan_exposure` in steps of ``STEP_ITEMS`` definitions (:mod:`mcp_hub.steps`)."""
+    # The caller gets fresh top-level dicts; they are copied once, for the lists returned.
+    deferred: list[Mapping[str, Any]] = []
+    kept: list[Mapping[str, Any]] = []
+    for i, d in enumerate(definitions):
+        if i % STEP_ITEMS == STEP_ITEMS - 1:
+            yield
+        (deferred if is_deferrable(d, origins.get(str(d.get("name"))), settings) else kept).append(d)
+    lengths: list[int] = []
+    for start in range(0, len(deferred), STEP_ITEMS * 4):
+        yield
+        lengths.extend(map(_json_length, deferred[start:start + STEP_ITEMS * 4]))
+    tokens = _tokens(lengths)
     threshold = threshold_tokens(settings)
     if settings.mode == "on":
         active = True
@@ -175,9 +197,15 @@ def plan_exposure(
     else:
         active = bool(deferred) and tokens >= threshold
     if not active:
-        return ExposurePlan(False, [dict(d) for d in definitions], [], tokens, threshold)
-    visible = kept + bridge_definitions(deferred, servers, settings)
-    return ExposurePlan(True, visible, deferred, tokens, threshold)
+        visible: list[dict[str, Any]] = []
+        for start in range(0, len(definitions), STEP_ITEMS * 4):
+            yield
+            visible.extend(map(dict, definitions[start:start + STEP_ITEMS * 4]))
+        return ExposurePlan(False, visible, [], tokens, threshold)
+    yield
+    hidden = [dict(d) for d in deferred]
+    visible = [dict(d) for d in kept] + bridge_definitions(hidden, servers, settings)
+    return ExposurePlan(True, visible, hidden, tokens, threshold)
 
 
 def catalog_description(

@@ -1,0 +1,68 @@
+"""What ``tools/list`` shows a caller, computed in steps (:mod:`mcp_hub.steps`).
+
+After a registry change, the caller's definitions walk the whole catalog: the
+registry's definition list (sorted, filtered by availability and the caller's
+access), the name → origin and name → server maps, and the ``tool_search``
+plan. For a thousand tools that is milliseconds of CPU in one piece. Written in
+steps of a few dozen tools, the same code serves :meth:`Hub.tool_definitions`
+(run at once) and :meth:`Hub.tool_definitions_sliced` (a checkpoint between two
+steps, for the prepared lists of :mod:`mcp_hub.downstream.prepared_lists`).
+
+The functions take the Hub and read its registry, access control, config and
+its two small caches (the origin maps per registry generation, and whether the
+bridge was active per caller, to log when that flips).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp_hub.access import Caller
+from mcp_hub.naming import server_of_toolset
+from mcp_hub.search.exposure import plan_exposure_steps
+from mcp_hub.steps import STEP_ITEMS, Steps
+
+__all__ = ["definition_steps", "origins_steps"]
+
+logger = logging.getLogger("mcp_hub.hub")
+
+Origins = tuple[dict[str, str], dict[str, str]]
+
+
+def origins_steps(hub: Any) -> Steps[Origins]:
+    """(name → origin, name → server label) of the registry now, cached per generation."""
+    generation = hub.registry.generation  # read before the snapshot: never newer than it
+    cached = hub._origins
+    if cached is not None and cached[0] == generation:
+        return cached[1], cached[2]
+    snap = list(hub.registry.snapshot().items())
+    origins: dict[str, str] = {}
+    servers: dict[str, str] = {}
+    labels: dict[str, str] = {}  # toolset -> server label (a few toolsets, many tools)
+    for i, (name, e) in enumerate(snap):
+        if i % STEP_ITEMS == STEP_ITEMS - 1:
+            yield
+        origins[name] = e.origin
+        label = labels.get(e.toolset)
+        if label is None:
+            label = labels[e.toolset] = server_of_toolset(e.toolset) or e.toolset
+        servers[name] = label
+    hub._origins = (generation, origins, servers)
+    return origins, servers
+
+
+def definition_steps(hub: Any, caller: Caller) -> Steps[list[dict[str, Any]]]:
+    """The definitions ``tools/list`` shows ``caller`` (access filter and ``tool_search`` plan)."""
+    tools = hub.access.policy(caller).tools
+    defs = yield from hub.registry.definitions.get_steps(
+        None if tools is None else set(tools), cache_key=(caller, hub.config.fingerprint()))
+    origins, servers = yield from origins_steps(hub)
+    plan = yield from plan_exposure_steps(defs, origins, servers, hub.config.tool_search)
+    previous = hub._bridge_active.get(caller)
+    hub._bridge_active[caller] = plan.active
+    if previous is not None and previous != plan.active:
+        logger.info("tool_search %s for %s (%d deferrable tokens, threshold %d)",
+                    "activated" if plan.active else "deactivated", caller.label,
+                    plan.deferrable_tokens, plan.threshold_tokens)
+    return plan.visible
