@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hub.errors import HubError
+from mcp_hub.search.batching import encode_by_length
 
 if TYPE_CHECKING:
     import numpy as np
@@ -148,17 +149,7 @@ class OnnxEncoder:
 
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Mean-pooled, L2-normalised embeddings; batches group texts of similar length."""
-        import numpy as np
-
-        out = np.zeros((len(texts), self._dim), dtype=np.float32)
-        if not texts:
-            return out
-        ids = [e.ids for e in self._tok.encode_batch(list(texts))]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), _BATCH):
-            chunk = order[start : start + _BATCH]
-            out[chunk] = self.forward_ids([ids[i] for i in chunk])
-        return out
+        return encode_by_length(self._tok, texts, self._dim, self.forward_ids, _BATCH)
 
     def forward_ids(self, batch: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         """Embeddings of already tokenised sequences (special tokens included)."""
