@@ -202,7 +202,9 @@ class HybridIndex:
             return self.lexical.search(query, limit)
         weights = self._engine.fusion
         if self.encoder is self._engine.teacher:
-            weights = replace(weights, min_semantic=weights.min_semantic_transformer)
+            weights = replace(
+                weights, semantic=weights.semantic_transformer, min_semantic=weights.min_semantic_transformer
+            )
         ranked = fuse_dense(self._dense.scores(query), cosine, limit, weights)
         return [self.lexical.match(doc, score) for doc, score in ranked]
 
