@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from mcp_hub.config import load_config
 from mcp_hub.hub import Hub
 from mcp_hub.search.embedding_cache import VectorStore
 from mcp_hub.search.encoder import DEFAULT_MODEL
+from mcp_hub.search.fusion import FusionWeights
 from mcp_hub.search.grouping import group_matches
 from mcp_hub.search.ranking import Match, SearchIndex, ToolDoc
 from mcp_hub.search.semantic import HybridIndex, SemanticEngine, engine_for
@@ -183,6 +185,21 @@ def test_meaning_finds_what_the_words_miss(cache_dir: Path) -> None:
     index = hybrid(SemanticEngine("hybrid", cache_dir=cache_dir), docs())
     assert not SearchIndex.build(docs()).search("will it rain tomorrow", 1)
     assert [m.name for m in index.search("will it rain tomorrow", 1)] == ["weather_get_forecast"]
+
+
+@pytest.mark.parametrize("semantic_field", ["semantic_transformer", "semantic"])
+def test_each_encoder_is_fused_with_its_own_weight(cache_dir: Path, semantic_field: str) -> None:
+    """The full transformer reads ``semantic_transformer``, the static vectors ``semantic``.
+
+    No word of the query is in the catalog, so only cosine similarity can find the
+    forecast tool: with a zero weight for the encoder in use it is not found.
+    """
+    query = "will it rain tomorrow"
+    weights = replace(FusionWeights(semantic=0.0, semantic_transformer=0.0), **{semantic_field: 0.8})
+    for max_tools, field in ((1000, "semantic_transformer"), (0, "semantic")):
+        engine = SemanticEngine("hybrid", cache_dir=cache_dir, fusion=weights, transformer_max_tools=max_tools)
+        found = [m.name for m in hybrid(engine, docs()).search(query, 1)]
+        assert found == (["weather_get_forecast"] if field == semantic_field else []), (max_tools, found)
 
 
 def test_a_query_about_nothing_in_the_catalog_still_matches_nothing(cache_dir: Path) -> None:

@@ -39,7 +39,7 @@ from bench.search_eval.run import (
     load_catalog,
     load_queries,
 )
-from mcp_hub.search.fusion import DEFAULT_FUSION, FusionWeights
+from mcp_hub.search.fusion import FusionWeights
 from mcp_hub.search.ranking import SearchIndex
 from mcp_hub.search.semantic import HybridIndex, SemanticEngine
 
