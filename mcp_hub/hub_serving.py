@@ -94,7 +94,7 @@ class ServingMixin:
             stack = getattr(connection, "exit_stack", None)
             if stack is not None:
                 # A closed session stops being a subscriber (and stops pinning its memory).
-                stack.push_async_callback(self._drop_subscriber, uri, connection)
+                stack.push_async_callback(self.drop_subscriber, uri, connection)
         await self.upstreams.subscribe_resource(uri)
 
     async def unsubscribe(self, caller: Caller, uri: str, connection: Any) -> None:
@@ -106,7 +106,8 @@ class ServingMixin:
             self.resource_subscribers.pop(uri, None)
             await self.upstreams.unsubscribe_resource(uri)
 
-    async def _drop_subscriber(self, uri: str, connection: Any) -> None:
+    async def drop_subscriber(self, uri: str, connection: Any) -> None:
+        """``connection`` (a session, or a listen stream) no longer watches ``uri``."""
         subs = self.resource_subscribers.get(uri)
         if subs is None or connection not in subs:
             return

@@ -38,13 +38,16 @@ async def _capabilities(client: Client) -> dict[str, Any]:
 CONFORMANCE = (f'[servers.conf]\ncommand = "{PY}"\ncwd = "{ROOT}"\n'
                'args = ["-m", "tests.fixtures.conformance_server", "--transport", "stdio"]\n')
 TINY = f'[servers.tiny]\ncommand = "{PY}"\nargs = ["{FIXTURES / "tiny_server.py"}"]\n'
-# asking: tools, prompts, resources (no subscribe, no completions); modern: the same;
-# tiny: tools only;
+# asking: tools, prompts, resources (no subscribe, no completions); modern: the same, and
+# subscriptions through its listen stream; tiny: tools only;
 # conformance: tools, prompts, resources with subscribe, completions.
 CASES = {
-    "without": (asking_toml() + modern_toml(), {
+    "without": (asking_toml() + TINY, {
         "tools": {"listChanged": True}, "prompts": {"listChanged": True},
         "resources": {"subscribe": False, "listChanged": True}, "logging": {}}),
+    "modern": (asking_toml() + modern_toml(), {
+        "tools": {"listChanged": True}, "prompts": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True}, "logging": {}}),
     "with": (asking_toml() + modern_toml() + CONFORMANCE, {
         "tools": {"listChanged": True}, "prompts": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True}, "logging": {},

@@ -8,10 +8,10 @@ the same thing, and only what the hub really serves:
 * ``tools`` always (the hub's own tools), ``logging`` always (the hub answers
   ``logging/setLevel`` and forwards upstream log messages);
 * ``prompts`` and ``resources`` when at least one upstream offers them;
-* ``resources.subscribe`` when at least one 2025-era upstream accepts
-  subscriptions (the hub forwards a subscription to the upstream that owns the
-  resource; a 2026-07-28 upstream's resource updates come on its listen stream,
-  which the hub does not relay);
+* ``resources.subscribe`` when at least one upstream accepts subscriptions (the
+  hub forwards a subscription to the upstream that owns the resource: as
+  ``resources/subscribe`` to a 2025-era upstream, in the filter of its listen
+  stream to a 2026-07-28 one);
 * ``completions`` when at least one upstream offers them (the hub forwards
   ``completion/complete`` to the owner of the prompt or template);
 * ``listChanged`` on every list the hub advertises: it forwards every change.
@@ -33,18 +33,12 @@ from typing import Any
 
 from mcp import types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 __all__ = ["DiscoverAfterStartup", "merge_upstreams", "upstream_features"]
 
 
 #: The features an upstream contributes to the hub's own capabilities.
 FEATURES = ("prompts", "resources", "subscribe", "completions")
-
-
-def _modern(conn: Any) -> bool:
-    session = getattr(conn, "session", None)
-    return getattr(session, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
 
 
 def upstream_features(connections: Iterable[Any]) -> set[str]:
@@ -63,9 +57,7 @@ def upstream_features(connections: Iterable[Any]) -> set[str]:
             found.add("prompts")
         if caps.resources is not None:
             found.add("resources")
-            # A 2026-07-28 upstream's "subscribe" means resource updates on its
-            # subscriptions/listen stream, which the hub does not relay.
-            if caps.resources.subscribe and not _modern(conn):
+            if caps.resources.subscribe:
                 found.add("subscribe")
         if caps.completions is not None:
             found.add("completions")

@@ -217,7 +217,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         on_subscribe_resource=h.subscribe,
         on_unsubscribe_resource=h.unsubscribe,
         on_completion=h.complete,
-        on_subscriptions_listen=CallerListen(hub.sessions.bus, hub.access, digest, caller),
+        on_subscriptions_listen=CallerListen(hub.sessions.bus, hub.access, digest, caller, hub),
     )
     server.hub = hub
     # The SDK's OpenTelemetry middleware opens a span per message even with no

@@ -12,18 +12,26 @@ a URI that does not exist, and like it, never fires.
 from __future__ import annotations
 
 import json
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+import anyio
 from mcp import types
 from mcp.server.subscriptions import ListenHandler, SubscriptionBus
+from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
 
 from mcp_hub.access import AccessControl, Caller, caller_of_state, remember_caller
 from mcp_hub.downstream.identity import caller_for
+from mcp_hub.errors import HubError
 
-__all__ = ["CallerBus", "CallerListen", "ToolsDigest", "remember_caller"]
+__all__ = ["CallerBus", "CallerListen", "ResourceWatch", "ToolsDigest", "remember_caller"]
+
+#: Resource URIs one listen stream may have the hub watch upstream.
+MAX_WATCHED_URIS = 64
+logger = logging.getLogger("mcp_hub.downstream")
 
 
 class ToolsDigest:
@@ -98,16 +106,40 @@ class CallerBus:
         return self._bus.subscribe(deliver)
 
 
+class ResourceWatch(Protocol):
+    """What a listen stream needs of the hub to watch resources upstream."""
+
+    async def subscribe(self, caller: Caller, uri: str, connection: Any) -> None: ...
+
+    async def drop_subscriber(self, uri: str, connection: Any) -> None: ...
+
+
+class _StreamWatcher:
+    """One listen stream among a resource's subscribers: the hub subscribes upstream for
+    it, and its updates reach it through the bus, so nothing is sent to it directly."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, Any] = {}
+
+    async def send_resource_updated(self, uri: str) -> None:
+        return None
+
+
 class CallerListen:
     """The ``subscriptions/listen`` handler of one endpoint: one SDK handler per caller.
 
     Each caller's stream reads the bus through a :class:`CallerBus` of its own, so
     resource updates and tool list changes reach it only as far as it may see them.
+    The resource URIs a stream names are watched upstream (``resources/subscribe``
+    or the upstream's own listen filter) from before the stream is acknowledged
+    until it ends; a URI the caller may not read, or that no upstream serves, is
+    acknowledged and never fires.
     """
 
     def __init__(self, bus: SubscriptionBus, access: AccessControl, digest: ToolsDigest,
-                 endpoint: Caller) -> None:
+                 endpoint: Caller, watch: ResourceWatch | None = None) -> None:
         self._bus, self._access, self._digest, self._endpoint = bus, access, digest, endpoint
+        self._watch = watch
         self._handlers: dict[Caller, ListenHandler] = {}
 
     async def __call__(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
@@ -117,4 +149,27 @@ class CallerListen:
             handler = ListenHandler(CallerBus(self._bus, self._access, who, self._digest))
             if len(self._handlers) < 256:  # bounded; past it, a caller gets a handler per stream
                 self._handlers[who] = handler
-        return await handler(ctx, params)
+        uris = (params.notifications.resource_subscriptions or [])[:MAX_WATCHED_URIS]
+        if self._watch is None or not uris:
+            return await handler(ctx, params)
+        watcher = _StreamWatcher()
+        watching = await self._subscribe(who, uris, watcher)
+        try:
+            return await handler(ctx, params)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for uri in watching:
+                    await self._watch.drop_subscriber(uri, watcher)
+
+    async def _subscribe(self, who: Caller, uris: list[str], watcher: _StreamWatcher
+                         ) -> list[str]:
+        assert self._watch is not None
+        watching: list[str] = []
+        for uri in dict.fromkeys(uris):
+            try:
+                await self._watch.subscribe(who, uri, watcher)
+            except (MCPError, HubError) as exc:
+                logger.debug("listen stream: not watching %r: %s", uri, exc)
+                continue
+            watching.append(uri)
+        return watching

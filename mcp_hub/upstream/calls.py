@@ -28,6 +28,7 @@ from mcp_hub.telemetry import client_span, progress_event
 from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState
 from mcp_hub.upstream.failures import CallLost, validation_summary
 from mcp_hub.upstream.modern import send_resolving_rounds
+from mcp_hub.upstream.relay_order import RelayBarrier
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import INVALID_RESPONSE
 
@@ -196,11 +197,14 @@ class CallsMixin(ConnectionState):
         self._inflight[key] = record
         token = _current_call.set(record)
 
+        relays = RelayBarrier()
+
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            record.extend()
-            progress_event(call, progress, total)
-            if call is not None and call.progress_token is not None:
-                await call.report_progress(progress, total, message)
+            with relays.relaying():
+                record.extend()
+                progress_event(call, progress, total)
+                if call is not None and call.progress_token is not None:
+                    await call.report_progress(progress, total, message)
 
         try:
             with anyio.CancelScope(
@@ -212,6 +216,7 @@ class CallsMixin(ConnectionState):
                     session, request, result_type, call, record.paused,
                     progress_callback=on_progress)
                 traced.done(result)
+                await relays.drain()  # progress the upstream sent first goes first
             if scope.cancelled_caught:
                 raise TimeoutError
             return result

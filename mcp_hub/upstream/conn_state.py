@@ -26,6 +26,7 @@ from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
 from mcp_hub.upstream.list_hints import ListHint
+from mcp_hub.upstream.listening import WatchedUris
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import TransportProbe
 
@@ -117,7 +118,10 @@ class ConnectionState:
         self.list_hints: dict[str, ListHint] = {}
         self.resources: list[types.Resource] = []
         self.templates: list[types.ResourceTemplate] = []
-        self.subscriptions: set[str] = set()
+        #: Subscribed resource URIs: ``resources/subscribe`` on a handshake session, the
+        #: listen stream's filter on a 2026-07-28 one (mcp_hub.upstream.listening).
+        self.watched = WatchedUris()
+        self.subscriptions: set[str] = self.watched.uris
 
         #: Set once the first attempt has finished (ready, parked or failed).
         self.first_done = anyio.Event()

@@ -55,7 +55,8 @@ from mcp_hub.upstream.conn_state import (
 )
 from mcp_hub.upstream.failures import classify_connect_failure, error_text
 from mcp_hub.upstream.list_hints import refresh_when_stale
-from mcp_hub.upstream.modern import follow_changes, keepalive_request, open_session
+from mcp_hub.upstream.listening import follow_changes
+from mcp_hub.upstream.modern import is_modern, keepalive_request, open_session
 from mcp_hub.upstream.oauth.attach import wait_for_login
 from mcp_hub.upstream.oauth.errors import NeedsLogin
 from mcp_hub.upstream.relays import RelaysMixin
@@ -192,7 +193,7 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._keepalive, session)
                     tg.start_soon(self._refresh_loop, session)
-                    tg.start_soon(follow_changes, session, self.request_refresh)
+                    tg.start_soon(follow_changes, session, self.request_refresh, self.watched)
                     tg.start_soon(refresh_when_stale, lambda: self.list_hints, self.request_refresh)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
@@ -242,6 +243,8 @@ class ServerConnection(CatalogMixin, RelaysMixin):
         if level is not None and self.supports("logging"):
             await self._quiet(session, types.SetLevelRequest(
                 params=types.SetLevelRequestParams(level=level)))
+        if is_modern(session):
+            return  # its listen stream carries the subscriptions
         for uri in sorted(self.subscriptions):
             await self._quiet(session, types.SubscribeRequest(
                 params=types.SubscribeRequestParams(uri=uri)))

@@ -39,6 +39,7 @@ from mcp_hub.pins import PinError, PinStore
 from mcp_hub.prespawn import AdoptEarly
 from mcp_hub.redact import add_secrets
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
+from mcp_hub.upstream.listening import confirm_watched, listens
 from mcp_hub.upstream.status import UpstreamStatus
 
 __all__ = ["UpstreamManager"]
@@ -272,6 +273,7 @@ class UpstreamManager:
         for name in new.servers:
             if name not in self._connections and name not in start:
                 start.append(name)
+        watched = {conn.name: set(conn.watched.uris) for conn in stop}
         for conn in stop:
             conn.stop()
         if self._tg is not None:
@@ -284,6 +286,8 @@ class UpstreamManager:
             if name in start:
                 conns[name] = ServerConnection(name, new.servers[name], new.hub, self.registry,
                                                self._hooks())
+                # A restarted server keeps its clients' resource subscriptions.
+                conns[name].watched.uris.update(watched.get(name, ()))
             else:
                 conns[name] = self._connections[name]
         self._connections = conns
@@ -482,18 +486,28 @@ class UpstreamManager:
             types.ReadResourceResult, call, what=f"resources/read {uri!r}")
 
     async def subscribe_resource(self, uri: str) -> None:
-        """Subscribe at the owning server; kept across its reconnects."""
+        """Subscribe at the owning server; kept across its reconnects.
+
+        A 2026-07-28 upstream has no ``resources/subscribe``: the URI joins the
+        filter of its listen stream, and the call returns once the upstream has
+        acknowledged a stream that watches it.
+        """
         conn = self._resource_owner(uri)
-        conn.subscriptions.add(uri)
-        if self._can_subscribe(conn):
-            await conn.request(
-                types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
-                types.EmptyResult, what=f"resources/subscribe {uri!r}")
+        version = conn.watched.add(uri)
+        if not self._can_subscribe(conn):
+            return
+        if listens(conn.session):
+            await confirm_watched(conn.watched, uri, version,
+                                  wait_seconds=conn.config.connect_timeout, server=conn.name)
+            return
+        await conn.request(
+            types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
+            types.EmptyResult, what=f"resources/subscribe {uri!r}")
 
     async def unsubscribe_resource(self, uri: str) -> None:
         conn = self._resource_owner(uri)
-        conn.subscriptions.discard(uri)
-        if self._can_subscribe(conn):
+        conn.watched.discard(uri)
+        if self._can_subscribe(conn) and not listens(conn.session):
             await conn.request(
                 types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
                 types.EmptyResult, what=f"resources/unsubscribe {uri!r}")

@@ -24,13 +24,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-import anyio
 from mcp.client._input_required import run_input_required_driver
 from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
-from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged, ToolsListChanged
 from mcp.types import (
     CallToolRequest,
     CallToolResult,
@@ -56,7 +53,7 @@ from pydantic import TypeAdapter
 from mcp_hub.context import CallContext
 
 __all__ = [
-    "Protocol", "follow_changes", "is_modern", "keepalive_request", "open_session",
+    "Protocol", "is_modern", "keepalive_request", "open_session",
     "send_resolving_rounds",
 ]
 
@@ -64,11 +61,7 @@ Protocol = Literal["auto", "2025", "2026"]
 Kind = Literal["tools", "prompts", "resources"]
 #: Rounds one upstream call may take before the hub gives up on it.
 MAX_UPSTREAM_ROUNDS = 10
-#: Pause before re-opening a dropped ``subscriptions/listen`` stream.
-LISTEN_RETRY_SECONDS = 1.0
-_KINDS: dict[type[Any], Kind] = {ToolsListChanged: "tools", PromptsListChanged: "prompts"}
 logger = logging.getLogger("mcp_hub.upstream")
-_ALL_KINDS: tuple[Kind, ...] = ("tools", "prompts", "resources")
 
 
 def is_modern(session: ClientSession) -> bool:
@@ -100,27 +93,6 @@ _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {
     GetPromptRequest: TypeAdapter(GetPromptResult | InputRequiredResult),
     ReadResourceRequest: TypeAdapter(ReadResourceResult | InputRequiredResult),
 }
-
-
-async def follow_changes(session: ClientSession, refresh: Callable[[Kind], None]) -> None:
-    """On a 2026-07-28 session, list changes arrive on ``subscriptions/listen``; follow them.
-
-    A dropped stream is re-opened after a pause, and every list is refreshed then
-    (a listen stream does not replay what was missed).
-    """
-    if not is_modern(session):
-        return
-    while True:
-        try:
-            async with listen(session, tools_list_changed=True, prompts_list_changed=True,
-                              resources_list_changed=True) as sub:
-                async for event in sub:
-                    refresh(_KINDS.get(type(event), "resources"))
-        except (MCPError, SubscriptionLost, ListenNotSupportedError) as exc:
-            logger.debug("upstream listen stream ended: %s", exc)
-        await anyio.sleep(LISTEN_RETRY_SECONDS)
-        for kind in _ALL_KINDS:
-            refresh(kind)
 
 
 def _with_answers(request: Any, responses: InputResponses | None, state: str | None) -> Any:

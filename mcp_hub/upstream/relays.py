@@ -119,4 +119,5 @@ class RelaysMixin(ConnectionState):
             self.request_refresh("resources")
         elif (isinstance(message, types.ResourceUpdatedNotification)
               and self.hooks.resource_updated is not None):
-                await self.hooks.resource_updated(str(message.params.uri))
+            # A 2025 session's notification, or a frame of a 2026-07-28 listen stream.
+            await self.hooks.resource_updated(str(message.params.uri))

@@ -7,7 +7,8 @@ state, answered by the client re-sending the call:
 
 ``sample {prompt}``, ``elicit {message}``, ``roots``, ``two_rounds {tag}``
 (an elicitation round, then a sampling round using its answer),
-``progress {steps}``, ``slow {seconds, report?}``, ``events``, and ``add_tool {name, quiet?}``,
+``progress {steps}``, ``slow {seconds, report?}``, ``events``,
+``touch {uri}`` (a resource-updated event), and ``add_tool {name, quiet?}``,
 announced on ``subscriptions/listen`` (unless ``quiet`` is true); prompt ``greet {name}`` and
 resource ``mod://info`` ask nothing. Its ``tools/list`` carries ``ttlMs`` from
 ``MODERN_LIST_TTL_MS`` (default 0) and ``cacheScope`` from ``MODERN_LIST_SCOPE`` (default
@@ -27,7 +28,12 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourceUpdated,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 
 from tests.fixtures_upstream.shared_tools import (
@@ -44,7 +50,7 @@ from tests.fixtures_upstream.shared_tools import (
     two_rounds_question,
 )
 
-TOOLS = [*SHARED_TOOLS, tool("headers")]
+TOOLS = [*SHARED_TOOLS, tool("headers"), tool("touch", {"uri": {"type": "string"}})]
 #: (Mcp-Method, Mcp-Name) of every HTTP request this server received.
 HEADERS: list[list[str | None]] = []
 BUS = InMemorySubscriptionBus()
@@ -108,6 +114,9 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         return await _two_rounds(params, str(args["tag"]))
     if name == "headers":
         return text(json.dumps(HEADERS))
+    if name == "touch":  # a resource changed: reaches listen streams that watch its URI
+        await BUS.publish(ResourceUpdated(uri=str(args["uri"])))
+        return text("touched")
     if name == "add_tool" and args.get("quiet"):  # only a re-list (after ttlMs) finds it
         TOOLS.append(tool(str(args["name"])))
         return text("added")

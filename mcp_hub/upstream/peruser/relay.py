@@ -19,6 +19,7 @@ import mcp.types as types
 from mcp.shared.dispatcher import ProgressFnT
 
 from mcp_hub.context import CallContext
+from mcp_hub.upstream.relay_order import RelayBarrier
 
 __all__ = ["SessionRelay"]
 
@@ -33,16 +34,19 @@ class SessionRelay:
         self._inflight: list[CallContext] = []
 
     @contextmanager
-    def calling(self, call: CallContext) -> Iterator[ProgressFnT]:
-        """Track ``call`` while it runs; yields the progress callback for its request."""
+    def calling(self, call: CallContext) -> Iterator[tuple[ProgressFnT, RelayBarrier]]:
+        """Track ``call`` while it runs; yields the progress callback for its request and
+        the barrier its answer waits on (progress sent before the answer goes first)."""
+        relays = RelayBarrier()
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if call.progress_token is not None:
-                await call.report_progress(progress, total, message)
+            with relays.relaying():
+                if call.progress_token is not None:
+                    await call.report_progress(progress, total, message)
 
         self._inflight.append(call)
         try:
-            yield on_progress
+            yield on_progress, relays
         finally:
             self._inflight.remove(call)
 

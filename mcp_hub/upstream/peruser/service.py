@@ -202,10 +202,11 @@ class PerUserServers:
         async with self.pool.use((name, identity)) as entry:
             assert entry.session is not None
             relay = self._relays.get((name, identity)) or SessionRelay(name)
-            with relay.calling(call) as on_progress, \
+            with relay.calling(call) as (on_progress, relays), \
                     anyio.fail_after(self.config.servers[name].max_call_seconds):
                 result: types.CallToolResult = await entry.session.call_tool(
                     raw, args, progress_callback=on_progress)
+                await relays.drain()
             return result
 
     async def _ask_to_connect(self, name: str, identity: str, call: CallContext) -> None:
