@@ -114,16 +114,18 @@ class Telemetry:
         self.shapes: dict[tuple[Any, ...], Shape] = {}
         self.server_duration = self.client_duration = None
         if meter is not None:
+            from mcp_hub.telemetry.durations import DurationHistogram
             from mcp_hub.telemetry.providers import DURATION_BUCKETS
 
-            self.server_duration = meter.create_histogram(
-                "mcp.server.operation.duration", unit="s",
-                description=_DURATION_HELP.format(side="server"),
-                explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
-            self.client_duration = meter.create_histogram(
-                "mcp.client.operation.duration", unit="s",
-                description=_DURATION_HELP.format(side="client"),
-                explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
+            self.server_duration = DurationHistogram(
+                "mcp.server.operation.duration", "s", _DURATION_HELP.format(side="server"),
+                DURATION_BUCKETS)
+            self.client_duration = DurationHistogram(
+                "mcp.client.operation.duration", "s", _DURATION_HELP.format(side="client"),
+                DURATION_BUCKETS)
+            exported = getattr(providers, "durations", None)
+            if isinstance(exported, list):
+                exported += [self.server_duration, self.client_duration]
             meter.create_observable_gauge(
                 "mcp_hub.telemetry.queued_durations", callbacks=[self._drain_callback],
                 unit="{duration}",
@@ -349,13 +351,31 @@ class ClientSpan(_Timed):
         self._open(rec, tel.client_duration, shape.labels)
         params = getattr(self.request, "params", None)
         if params is not None:  # the trace context out, in the request's _meta
-            meta = params.meta
-            if meta is None:
-                meta = params.meta = {}
-            meta["traceparent"] = rec.traceparent()
-            if rec.tracestate:
-                meta["tracestate"] = rec.tracestate
+            _write_meta(params, rec)
         return self
+
+
+def _write_meta(params: Any, rec: SpanRecord) -> None:
+    """``traceparent`` (and ``tracestate``) of ``rec`` into ``params``' ``_meta``.
+
+    A request without ``_meta`` (the usual case) gets a new dict straight in the
+    model's ``__dict__`` and ``meta`` marked as set, as pydantic's own assignment
+    leaves it, without its validating ``__setattr__`` (a few µs per upstream call).
+    """
+    meta = params.meta
+    if meta is None:
+        meta = {"traceparent": rec.traceparent()}
+        fields = getattr(params, "__pydantic_fields_set__", None)
+        values = getattr(params, "__dict__", None)
+        if isinstance(fields, set) and isinstance(values, dict) and "meta" in values:
+            values["meta"] = meta
+            fields.add("meta")
+        else:
+            params.meta = meta
+    else:
+        meta["traceparent"] = rec.traceparent()
+    if rec.tracestate:
+        meta["tracestate"] = rec.tracestate
 
 
 def _owner(call: Any) -> _Timed | None:
