@@ -18,11 +18,22 @@ what telemetry costs the hub and nothing else:
   span, trace context into the upstream request's ``_meta``).
 
 The calls alternate between off and on in chunks, so machine load hits both
-alike. The report gives, per call: wall-clock p50, the p50 of the CPU time
-this thread spent (``time.thread_time``: what the event loop pays, and much
-less disturbed by other processes on a loaded machine than wall time), and the
-whole process's CPU time per call (``time.process_time`` over the chunks: the
-exporter's background thread included).
+alike. Each hub has its own echo upstream process (told apart by a
+``BENCH_SIDE`` variable), so the upstream's share is measured too. The report
+gives, per call:
+
+* wall-clock p50 and p99 — the headline: the whole call, upstream included;
+* the p50 of the CPU time the event-loop thread spent (``time.thread_time``:
+  what the call path pays, much less disturbed by other processes than wall
+  time);
+* the hub process's CPU time per call (``time.process_time`` over the chunks),
+  and the part of it spent outside the calls' own event-loop time (the span
+  exporter's thread, the metric reader, collections those threads ran);
+* the upstream process's CPU time per call (all its threads, from
+  ``/proc/<pid>/task/*/schedstat``): what the upstream itself does with the
+  trace context it receives (an upstream on the ``mcp`` SDK parses it with
+  OpenTelemetry's propagator in its default server middleware);
+* garbage collections (any generation) per 1,000 calls.
 """
 
 from __future__ import annotations

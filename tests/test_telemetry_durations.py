@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from mcp_hub.config import load_config
+from mcp_hub.context import CallContext
+from mcp_hub.hub import Hub
 from mcp_hub.telemetry import durations
 from mcp_hub.telemetry.durations import DurationHistogram, with_durations
 from mcp_hub.telemetry.providers import DURATION_BUCKETS
+from tests.hubtest import echo_server_toml, write_config
 
 
 def _sdk_points(values: list[tuple[float, dict[str, str]]]) -> dict[frozenset[Any], Any]:
@@ -99,3 +105,37 @@ def test_the_points_join_the_collection_in_the_hub_scope() -> None:
     assert rm.resource.attributes["service.name"] == "hub"
     assert rm.scope_metrics[0].scope.name == "mcp_hub"
     assert rm.scope_metrics[0].metrics[0].data.data_points[0].count == 2
+
+
+@pytest.mark.anyio
+async def test_a_collector_receives_every_call_in_the_histograms(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls through a hub with telemetry on: the points the receiver decodes count
+    each call once, under its labels, tool errors apart."""
+    from tests.otlp_receiver import otlp_receiver
+
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+    with otlp_receiver() as (endpoint, received):
+        body = (echo_server_toml("echo")
+                + f'\n[telemetry]\notlp_endpoint = "{endpoint}"\nmetric_interval = 0.2\n')
+        config = load_config(write_config(tmp_path, body))
+        with anyio.fail_after(60):
+            async with Hub(config, load_plugin_modules=False) as hub:
+                await hub.wait_ready(20)
+                for i in range(7):
+                    await hub.call_tool("echo_echo", {"text": "hi"}, CallContext(request_id=i))
+                await hub.call_tool("echo_fail", {}, CallContext(request_id=99))
+            # The hub's exit flushes the last collection.
+    last: dict[tuple[str, frozenset[Any]], tuple[int, list[int]]] = {}
+    for name, points in received.histograms.items():
+        for attrs, count, buckets in points:  # cumulative: the last point of a series counts
+            last[(name, frozenset(attrs.items()))] = (count, buckets)
+
+    def counts(name: str, tool: str, error: str | None = None) -> list[int]:
+        return [count for (n, attrs), (count, buckets) in last.items()
+                if n == name and ("gen_ai.tool.name", tool) in attrs
+                and dict(attrs).get("error.type") == error and sum(buckets) == count]
+
+    assert counts("mcp.server.operation.duration", "echo_echo") == [7]
+    assert counts("mcp.server.operation.duration", "echo_fail", "tool_error") == [1]
+    assert counts("mcp.client.operation.duration", "echo") == [7]
