@@ -1,6 +1,6 @@
 """The trace context written into an upstream request's ``_meta`` reaches the wire.
 
-:func:`mcp_hub.telemetry.spans._write_meta` writes a new ``_meta`` straight into
+:func:`mcp_hub.telemetry.meta.write_meta` writes a new ``_meta`` straight into
 the request model's ``__dict__`` (pydantic's validating ``__setattr__`` costs a
 few µs per call); these tests pin that the result serialises exactly as an
 ordinary assignment would, for requests with and without a ``_meta`` of their own.
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from mcp.types import CallToolRequest, CallToolRequestParams, ReadResourceRequest, ReadResourceRequestParams
 
+from mcp_hub.telemetry.meta import write_meta
 from mcp_hub.telemetry.record import Sampler, SpanRecord, parse_traceparent
-from mcp_hub.telemetry.spans import _write_meta
 
 
 def _record(tracestate: str | None = None) -> SpanRecord:
@@ -31,7 +31,7 @@ def _wire(request: Any) -> dict[str, Any]:
 def test_a_request_without_meta_gets_one_that_serialises(tracestate: str | None) -> None:
     rec = _record(tracestate)
     request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={"text": "hi"}))
-    _write_meta(request.params, rec)
+    write_meta(request.params, rec)
     meta = _wire(request)["params"]["_meta"]
     assert meta["traceparent"] == rec.traceparent()
     assert parse_traceparent(meta["traceparent"]).trace_id == rec.trace_id  # type: ignore[union-attr]
@@ -48,7 +48,7 @@ def test_a_request_with_meta_keeps_it_and_gains_the_context() -> None:
     rec = _record()
     params = CallToolRequestParams(name="echo", arguments={}, _meta={"progressToken": 7})
     request = CallToolRequest(params=params)
-    _write_meta(request.params, rec)
+    write_meta(request.params, rec)
     meta = _wire(request)["params"]["_meta"]
     assert meta["progressToken"] == 7 and meta["traceparent"] == rec.traceparent()
 
@@ -56,7 +56,7 @@ def test_a_request_with_meta_keeps_it_and_gains_the_context() -> None:
 def test_other_request_types_and_plain_objects_get_it_too() -> None:
     rec = _record()
     read = ReadResourceRequest(params=ReadResourceRequestParams(uri="echo://hello"))
-    _write_meta(read.params, rec)
+    write_meta(read.params, rec)
     assert _wire(read)["params"]["_meta"] == {"traceparent": rec.traceparent()}
 
     class Plain:
@@ -65,5 +65,5 @@ def test_other_request_types_and_plain_objects_get_it_too() -> None:
         meta: Any = None
 
     plain = Plain()
-    _write_meta(plain, rec)
+    write_meta(plain, rec)
     assert plain.meta == {"traceparent": rec.traceparent()}

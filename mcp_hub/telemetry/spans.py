@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcp_hub.telemetry.meta import write_meta
 from mcp_hub.telemetry.off import NOOP, OFF, TelemetryOff, _Noop
 from mcp_hub.telemetry.record import (
     CLIENT,
@@ -352,31 +353,8 @@ class ClientSpan(_Timed):
         self._open(rec, tel.client_duration, shape.labels)
         params = getattr(self.request, "params", None)
         if params is not None:  # the trace context out, in the request's _meta
-            _write_meta(params, rec)
+            write_meta(params, rec)
         return self
-
-
-def _write_meta(params: Any, rec: SpanRecord) -> None:
-    """``traceparent`` (and ``tracestate``) of ``rec`` into ``params``' ``_meta``.
-
-    A request without ``_meta`` (the usual case) gets a new dict straight in the
-    model's ``__dict__`` and ``meta`` marked as set, as pydantic's own assignment
-    leaves it, without its validating ``__setattr__`` (a few µs per upstream call).
-    """
-    meta = params.meta
-    if meta is None:
-        meta = {"traceparent": rec.traceparent()}
-        fields = getattr(params, "__pydantic_fields_set__", None)
-        values = getattr(params, "__dict__", None)
-        if isinstance(fields, set) and isinstance(values, dict) and "meta" in values:
-            values["meta"] = meta
-            fields.add("meta")
-        else:
-            params.meta = meta
-    else:
-        meta["traceparent"] = rec.traceparent()
-    if rec.tracestate:
-        meta["tracestate"] = rec.tracestate
 
 
 def _owner(call: Any) -> _Timed | None:
