@@ -18,17 +18,29 @@ what telemetry costs the hub and nothing else:
   span, trace context into the upstream request's ``_meta``).
 
 The calls alternate between off and on in chunks, so machine load hits both
-alike. The report gives, per call: wall-clock p50, the p50 of the CPU time
-this thread spent (``time.thread_time``: what the event loop pays, and much
-less disturbed by other processes on a loaded machine than wall time), and the
-whole process's CPU time per call (``time.process_time`` over the chunks: the
-exporter's background thread included).
+alike. Each hub has its own echo upstream process (told apart by a
+``BENCH_SIDE`` variable), so the upstream's share is measured too. The report
+gives, per call:
+
+* wall-clock p50 and p99 — the headline: the whole call, upstream included;
+* the p50 of the CPU time the event-loop thread spent (``time.thread_time``:
+  what the call path pays, much less disturbed by other processes than wall
+  time);
+* the hub process's CPU time per call (``time.process_time`` over the chunks),
+  and the part of it spent outside the calls' own event-loop time (the span
+  exporter's thread, the metric reader, collections those threads ran);
+* the upstream process's CPU time per call (all its threads, from
+  ``/proc/<pid>/task/*/schedstat``): what the upstream itself does with the
+  trace context it receives (an upstream on the ``mcp`` SDK parses it with
+  OpenTelemetry's propagator in its default server middleware);
+* garbage collections (any generation) per 1,000 calls.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import statistics
 import subprocess
@@ -66,10 +78,57 @@ class Samples:
         self.wall: list[float] = []
         self.cpu: list[float] = []
         self.process_cpu = 0.0
+        self.upstream_cpu = 0.0
+        self.collections = 0
         self.calls = 0
 
 
-async def _chunk(hub: Hub, tool: str, calls: int, out: Samples) -> None:
+#: Garbage collections so far (any generation), counted by a ``gc.callbacks`` hook.
+_COLLECTIONS = [0]
+
+
+def _count_collection(phase: str, info: dict[str, Any]) -> None:
+    if phase == "stop":
+        _COLLECTIONS[0] += 1
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (from ``/proc/<pid>/task/*/children``)."""
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                kids = [int(k) for k in task.read_text().split()]
+                found += kids
+                todo += kids
+    return found
+
+
+def upstream_pid(side: str) -> int | None:
+    """The pid of the echo upstream started with ``BENCH_SIDE=side`` (None off Linux)."""
+    for pid in _descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            if f"BENCH_SIDE={side}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                return pid
+    return None
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time of all threads of ``pid`` in seconds, to the nanosecond (schedstat), or 0."""
+    if pid is None:
+        return 0.0
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(stat.read_text().split()[0])
+    return total / 1e9
+
+
+async def _chunk(hub: Hub, tool: str, calls: int, out: Samples, upstream: int | None = None
+                 ) -> None:
+    upstream_started = cpu_seconds(upstream)
+    collections = _COLLECTIONS[0]
     process_started = time.process_time()
     for i in range(calls):
         call = CallContext(tool_name=tool, request_id=i)
@@ -78,6 +137,8 @@ async def _chunk(hub: Hub, tool: str, calls: int, out: Samples) -> None:
         out.cpu.append((time.thread_time() - cpu_started) * 1e6)
         out.wall.append((time.perf_counter() - started) * 1e6)
     out.process_cpu += time.process_time() - process_started
+    out.upstream_cpu += cpu_seconds(upstream) - upstream_started
+    out.collections += _COLLECTIONS[0] - collections
     out.calls += calls
 
 
@@ -113,37 +174,53 @@ def _receiver(in_thread: bool) -> Iterator[str]:
 
 async def run(args: argparse.Namespace) -> list[list[str]]:
     tmp = Path(tempfile.mkdtemp(prefix="mcp-hub-telemetry-bench-"))
-    base = hub_config(tmp / "off.toml", {"echo": {}})
+    # The same echo upstream on both sides; BENCH_SIDE only tells the two processes apart.
+    off_path = hub_config(tmp / "off.toml", {"echo": {"BENCH_SIDE": "off"}})
     rows: list[list[str]] = []
     with _receiver(args.receiver_thread) as sink:
-        on_path = tmp / "on.toml"
-        on_path.write_text(base.read_text() + f'\n[telemetry]\notlp_endpoint = "{sink}"\n'
+        on_path = hub_config(tmp / "on.toml", {"echo": {"BENCH_SIDE": "on"}})
+        on_path.write_text(on_path.read_text() + f'\n[telemetry]\notlp_endpoint = "{sink}"\n'
                            "sample_ratio = 1.0\n")
-        async with (Hub(load_config(base), load_plugin_modules=False) as off,
+        async with (Hub(load_config(off_path), load_plugin_modules=False) as off,
                     Hub(load_config(on_path), load_plugin_modules=False) as on):
             assert not off.telemetry.enabled and on.telemetry.enabled
             for hub in (off, on):
                 hub.registry.register("bench_noop", "bench", {"name": "bench_noop",
                                       "parameters": {"type": "object"}}, _noop)
                 await hub.wait_ready(30)
+            hubs = {"off": (off, upstream_pid("off")), "on": (on, upstream_pid("on"))}
             for label, tool in (("local", "bench_noop"), ("upstream", "echo_echo")):
-                samples = {"off": Samples(), "on": Samples()}
-                for hub in (off, on):  # warm-up
-                    await _chunk(hub, tool, 200, Samples())
-                per_chunk = max(1, args.calls // args.rounds)
-                for r in range(args.rounds):
-                    order = (("off", off), ("on", on)) if r % 2 == 0 else (("on", on), ("off", off))
-                    for name, hub in order:
-                        await _chunk(hub, tool, per_chunk, samples[name])
-                wall = {k: statistics.median(v.wall) for k, v in samples.items()}
-                p99 = {k: _pct(v.wall, 0.99) for k, v in samples.items()}
-                cpu = {k: statistics.median(v.cpu) for k, v in samples.items()}
-                proc = {k: v.process_cpu / v.calls * 1e6 for k, v in samples.items()}
-                rows.append([label, f"{wall['off']:.1f}", f"{wall['on']:.1f}",
-                             f"{wall['on'] - wall['off']:+.1f}", f"{p99['off']:.0f} / {p99['on']:.0f}",
-                             f"{cpu['off']:.1f}", f"{cpu['on']:.1f}", f"{cpu['on'] - cpu['off']:+.1f}",
-                             f"{proc['on'] - proc['off']:+.1f}", str(samples["on"].calls)])
+                rows.append(await _compare(args, label, tool, hubs))
     return rows
+
+
+async def _compare(args: argparse.Namespace, label: str, tool: str,
+                   hubs: dict[str, tuple[Hub, int | None]]) -> list[str]:
+    """One row: ``tool`` called through both hubs in alternating chunks."""
+    samples = {"off": Samples(), "on": Samples()}
+    for hub, _ in hubs.values():  # warm-up
+        await _chunk(hub, tool, 200, Samples())
+    per_chunk = max(1, args.calls // args.rounds)
+    for r in range(args.rounds):
+        for name in ("off", "on") if r % 2 == 0 else ("on", "off"):
+            hub, pid = hubs[name]
+            await _chunk(hub, tool, per_chunk, samples[name], pid)
+    wall = {k: statistics.median(v.wall) for k, v in samples.items()}
+    p99 = {k: _pct(v.wall, 0.99) for k, v in samples.items()}
+    cpu = {k: statistics.median(v.cpu) for k, v in samples.items()}
+    proc = {k: v.process_cpu / v.calls * 1e6 for k, v in samples.items()}
+    # The hub's CPU outside the calls' own event-loop time: the exporter thread, the
+    # metric reader, and collections that other threads triggered.
+    rest = {k: proc[k] - sum(v.cpu) / v.calls for k, v in samples.items()}
+    up = {k: v.upstream_cpu / v.calls * 1e6 for k, v in samples.items()}
+    gcs = {k: v.collections / v.calls * 1000 for k, v in samples.items()}
+    upstream = (f"{up['off']:.1f} / {up['on']:.1f} ({up['on'] - up['off']:+.1f})"
+                if label != "local" else "—")
+    return [label, f"{wall['off']:.1f}", f"{wall['on']:.1f}", f"{wall['on'] - wall['off']:+.1f}",
+            f"{p99['off']:.0f} / {p99['on']:.0f}", f"{cpu['on'] - cpu['off']:+.1f}",
+            f"{proc['off']:.1f} / {proc['on']:.1f} ({proc['on'] - proc['off']:+.1f})",
+            f"{rest['on'] - rest['off']:+.1f}", upstream,
+            f"{gcs['off']:.0f} / {gcs['on']:.0f}", str(samples["on"].calls)]
 
 
 def _empty() -> None:
@@ -245,14 +322,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the OTLP receiver as a thread of this process, not a child process")
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    gc.callbacks.append(_count_collection)
     rows = anyio.run(run, args)
     load = os.getloadavg()
     print(f"# telemetry cost per call, in-process ({time.strftime('%Y-%m-%d %H:%M')}; "
           f"{os.cpu_count()} CPUs, load average {load[0]:.2f}; "
           f"run took {time.perf_counter() - started:.0f} s)\n")
     print(markdown_table(["tool", "wall p50 off µs", "wall p50 on µs", "added wall p50 µs",
-                          "wall p99 off / on µs", "CPU p50 off µs", "CPU p50 on µs",
-                          "added CPU p50 µs", "added process CPU µs/call", "calls per side"], rows))
+                          "wall p99 off / on µs", "added loop CPU p50 µs",
+                          "hub CPU µs/call off / on (added)", "of it off the loop, added µs",
+                          "upstream CPU µs/call off / on (added)",
+                          "GCs per 1000 calls off / on", "calls per side"], rows))
     off, scale = off_path_ns()
     print(f"\nTelemetry off, per call: {off:.0f} ns (best of 5 × 200,000 no-op spans); "
           f"four calls of an empty function in the same run: {scale:.0f} ns")

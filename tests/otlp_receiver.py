@@ -53,6 +53,8 @@ class Received:
     spans: list[Span] = field(default_factory=list)
     #: metric name → list of data points' attribute dicts
     metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Histogram points by metric name: (attributes, count, bucket counts), in arrival order.
+    histograms: dict[str, list[tuple[dict[str, Any], int, list[int]]]] = field(default_factory=dict)
     requests: int = 0
     #: Requests and bytes by path (``/v1/traces``, ``/v1/traces bytes``, …).
     counts: dict[str, int] = field(default_factory=dict)
@@ -91,6 +93,9 @@ class Received:
                         points = m.histogram.data_points if m.HasField("histogram") else []
                         self.metrics.setdefault(m.name, []).extend(
                             {a.key: _value(a.value) for a in p.attributes} for p in points)
+                        self.histograms.setdefault(m.name, []).extend(
+                            ({a.key: _value(a.value) for a in p.attributes}, p.count,
+                             list(p.bucket_counts)) for p in points)
 
     def spans_of(self, trace_id: str) -> list[Span]:
         with self.lock:

@@ -76,17 +76,50 @@ def _attributes(number: int, attrs: Mapping[str, Any]) -> bytes:
     return b"".join(_field(number, _key_value(k, v)) for k, v in attrs.items())
 
 
+_times = struct.Struct("<BQBQ").pack  # start_time_unix_nano (7) and end_time_unix_nano (8)
+_STATIC_CACHE_MAX = 10_000
+#: (name, kind, attributes but the uncached ones) -> their encoded fields 5, 6 and 9.
+_static_cache: dict[tuple[Any, ...], bytes] = {}
+
+
+def _static(rec: SpanRecord) -> bytes:
+    """Name, kind and the attributes every span of its kind shares, encoded once per kind.
+
+    Protobuf fields may come in any order, so the uncached attributes (request ids,
+    progress values) follow as further field-9 entries (:func:`_span`).
+    """
+    items = tuple(kv for kv in rec.attrs.items() if kv[0] not in _UNCACHED)
+    key = (rec.name, rec.kind, items)
+    try:
+        cached = _static_cache.get(key)
+    except TypeError:  # an unhashable attribute value: encoded every time
+        return _encode_static(rec.name, rec.kind, items)
+    if cached is None:
+        cached = _encode_static(rec.name, rec.kind, items)
+        if len(_static_cache) >= _STATIC_CACHE_MAX:
+            _static_cache.clear()
+        _static_cache[key] = cached
+    return cached
+
+
+def _encode_static(name: str, kind: int, items: Iterable[tuple[str, Any]]) -> bytes:
+    # OTLP span kinds: INTERNAL 1, SERVER 2, CLIENT 3.
+    return (_field(5, name.encode("utf-8", "replace")) + b"\x30" + _varint(kind + 1)
+            + b"".join(_field(9, _key_value(k, v)) for k, v in items))
+
+
 def _span(rec: SpanRecord) -> bytes:
-    parts = [_field(1, rec.trace_id.to_bytes(16, "big")), _field(2, rec.span_id.to_bytes(8, "big"))]
+    parts = [b"\x0a\x10", rec.trace_id.to_bytes(16, "big"), b"\x12\x08",
+             rec.span_id.to_bytes(8, "big")]
     if rec.tracestate:
         parts.append(_field(3, rec.tracestate.encode("utf-8", "replace")))
     if rec.parent_id:
-        parts.append(_field(4, rec.parent_id.to_bytes(8, "big")))
-    parts.append(_field(5, rec.name.encode("utf-8", "replace")))
-    parts.append(b"\x30" + _varint(rec.kind + 1))  # OTLP: INTERNAL 1, SERVER 2, CLIENT 3
-    parts.append(b"\x39" + _fixed64(rec.start))
-    parts.append(b"\x41" + _fixed64(rec.end))
-    parts.append(_attributes(9, rec.attrs))
+        parts += (b"\x22\x08", rec.parent_id.to_bytes(8, "big"))
+    parts.append(_times(0x39, rec.start, 0x41, rec.end))
+    parts.append(_static(rec))
+    for key, value in rec.attrs.items():
+        if key in _UNCACHED:
+            parts.append(_field(9, _key_value(key, value)))
     for name, ts, attrs in rec.events or ():
         parts.append(_field(11, b"\x09" + _fixed64(ts) + _field(2, name.encode("utf-8"))
                             + _attributes(3, attrs)))

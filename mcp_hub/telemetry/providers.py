@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_hub.telemetry.durations import DurationHistogram, with_durations
 from mcp_hub.telemetry.export import SpanQueue, readable_span_factory
 from mcp_hub.telemetry.otlp_wire import encode_request
 from mcp_hub.telemetry.record import Sampler, SpanRecord
@@ -134,8 +135,18 @@ def _quiet_span_exporter(inner: Any, health: ExportHealth, resource: Any, scope:
     return QuietSpanExporter()
 
 
-def _quiet_metric_exporter(inner: Any, health: ExportHealth) -> Any:
-    from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
+def _quiet_metric_exporter(inner: Any, health: ExportHealth, durations: list[DurationHistogram],
+                           resource: Any, scope: Any) -> Any:
+    """The OTLP metric exporter, quiet on failure, adding the hub's own duration
+    histograms (:mod:`mcp_hub.telemetry.durations`) to every collection it sends."""
+    from opentelemetry.sdk.metrics import Histogram
+    from opentelemetry.sdk.metrics.export import (
+        AggregationTemporality,
+        MetricExporter,
+        MetricExportResult,
+    )
+
+    delta = inner._preferred_temporality.get(Histogram) == AggregationTemporality.DELTA
 
     class QuietMetricExporter(MetricExporter):
         def __init__(self) -> None:
@@ -145,6 +156,7 @@ def _quiet_metric_exporter(inner: Any, health: ExportHealth) -> Any:
         def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kw: Any
                    ) -> MetricExportResult:
             try:
+                metrics_data = with_durations(metrics_data, durations, resource, scope, delta)
                 result = inner.export(metrics_data, timeout_millis=timeout_millis, **kw)
             except Exception as exc:
                 health.last_reason = type(exc).__name__
@@ -171,6 +183,8 @@ class Providers:
     swallow: _Swallow
     #: Parent-based sampling at the configured ratio for new traces.
     sampler: Sampler
+    #: The hub's own duration histograms, added to each metric export (Telemetry fills it).
+    durations: list[DurationHistogram]
 
     def shutdown(self) -> None:
         """Flush and stop (blocking; bounded by the exporters' own timeouts)."""
@@ -203,11 +217,14 @@ def build_providers(settings: ResolvedTelemetry, service_version: str) -> Provid
                                     resource, scope)
     queue = SpanQueue(exporter)
     meter_provider = None
+    durations: list[DurationHistogram] = []
     if settings.metrics:
         metric_exporter = _quiet_metric_exporter(
-            OTLPMetricExporter(endpoint=settings.metrics_endpoint), health)
+            OTLPMetricExporter(endpoint=settings.metrics_endpoint), health, durations, resource,
+            scope)
         reader = PeriodicExportingMetricReader(
             metric_exporter, export_interval_millis=settings.metric_interval_seconds * 1000.0)
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader],
                                        shutdown_on_exit=False)
-    return Providers(queue, meter_provider, health, swallow, Sampler(settings.sample_ratio))
+    return Providers(queue, meter_provider, health, swallow, Sampler(settings.sample_ratio),
+                     durations)

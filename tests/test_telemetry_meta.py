@@ -1,0 +1,69 @@
+"""The trace context written into an upstream request's ``_meta`` reaches the wire.
+
+:func:`mcp_hub.telemetry.meta.write_meta` writes a new ``_meta`` straight into
+the request model's ``__dict__`` (pydantic's validating ``__setattr__`` costs a
+few µs per call); these tests pin that the result serialises exactly as an
+ordinary assignment would, for requests with and without a ``_meta`` of their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp.types import CallToolRequest, CallToolRequestParams, ReadResourceRequest, ReadResourceRequestParams
+
+from mcp_hub.telemetry.meta import write_meta
+from mcp_hub.telemetry.record import Sampler, SpanRecord, parse_traceparent
+
+
+def _record(tracestate: str | None = None) -> SpanRecord:
+    parent = parse_traceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate)
+    return SpanRecord.root("tools/call echo", 2, {}, parent, Sampler(1.0))
+
+
+def _wire(request: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = request.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    return dumped
+
+
+@pytest.mark.parametrize("tracestate", [None, "vendor=1"])
+def test_a_request_without_meta_gets_one_that_serialises(tracestate: str | None) -> None:
+    rec = _record(tracestate)
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={"text": "hi"}))
+    write_meta(request.params, rec)
+    meta = _wire(request)["params"]["_meta"]
+    assert meta["traceparent"] == rec.traceparent()
+    assert parse_traceparent(meta["traceparent"]).trace_id == rec.trace_id  # type: ignore[union-attr]
+    assert meta.get("tracestate") == tracestate
+    assert "meta" in request.params.model_fields_set
+    # The same as pydantic's own assignment would give.
+    expected = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={"text": "hi"}))
+    expected.params.meta = {"traceparent": rec.traceparent(),
+                            **({"tracestate": tracestate} if tracestate else {})}
+    assert _wire(request) == _wire(expected)
+
+
+def test_a_request_with_meta_keeps_it_and_gains_the_context() -> None:
+    rec = _record()
+    params = CallToolRequestParams(name="echo", arguments={}, _meta={"progressToken": 7})
+    request = CallToolRequest(params=params)
+    write_meta(request.params, rec)
+    meta = _wire(request)["params"]["_meta"]
+    assert meta["progressToken"] == 7 and meta["traceparent"] == rec.traceparent()
+
+
+def test_other_request_types_and_plain_objects_get_it_too() -> None:
+    rec = _record()
+    read = ReadResourceRequest(params=ReadResourceRequestParams(uri="echo://hello"))
+    write_meta(read.params, rec)
+    assert _wire(read)["params"]["_meta"] == {"traceparent": rec.traceparent()}
+
+    class Plain:
+        """Not a pydantic model: the ordinary assignment is used."""
+
+        meta: Any = None
+
+    plain = Plain()
+    write_meta(plain, rec)
+    assert plain.meta == {"traceparent": rec.traceparent()}
