@@ -14,6 +14,7 @@ import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from mcp_hub.cli import main, snippet
+from tests.fixtures_upstream import FIXTURES
 from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, http_session, hub_env, stdio_hub, write_config
 
 pytestmark = pytest.mark.anyio
@@ -180,3 +181,20 @@ async def test_status_command_shows_a_running_http_hub(tmp_path: Path) -> None:
                 lambda: _cli("status", "--url", hub.base, "--token", "wrong-token-" + "y" * 20))
             assert refused.returncode == 1 and "401" in refused.stderr
             assert token not in text.stdout + text.stderr
+
+
+async def test_a_profile_endpoint_advertises_only_what_its_upstreams_offer(tmp_path: Path) -> None:
+    # echo has prompts and resources, tiny only tools: a profile of tiny alone offers neither.
+    profiles = '\n[profiles.tools]\ntoolsets = ["mcp-tiny", "hub"]\n'
+    tiny = f'[servers.tiny]\ncommand = "{PY}"\nargs = ["{FIXTURES / "tiny_server.py"}"]\n'
+    config = write_config(tmp_path, echo_server_toml("echo") + tiny + profiles)
+    with anyio.fail_after(60):
+        async with http_hub(config, tmp_path) as hub:
+            async with http_session(hub.mcp_url) as everything:
+                caps = everything.server_capabilities
+                assert caps is not None
+                assert caps.prompts is not None and caps.resources is not None
+            async with http_session(f"{hub.base}/p/tools/mcp") as tools_only:
+                caps = tools_only.server_capabilities
+                assert caps is not None and caps.tools is not None
+                assert caps.prompts is None and caps.resources is None

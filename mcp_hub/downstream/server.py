@@ -46,6 +46,8 @@ class HubServer(Server[Any]):
     """
 
     hub: Hub | None = None
+    #: The endpoint's caller (its profile): capabilities follow the upstreams it may use.
+    endpoint: Caller = Caller()
 
     def create_initialization_options(
         self,
@@ -73,7 +75,10 @@ class HubServer(Server[Any]):
         if self.hub is None:
             return own
         self.instructions = hub_instructions(self.hub)  # discover reads them after this
-        return merge_upstreams(own, upstream_features(self.hub.upstreams.connections()))
+        policy = self.hub.access.policy(self.endpoint)
+        usable = [c for c in self.hub.upstreams.connections()
+                  if policy.unrestricted or policy.server(c.name)]
+        return merge_upstreams(own, upstream_features(usable))
 
 
 def _track(hub: Hub, ctx: Ctx, caller: Caller | None = None) -> Any:
@@ -220,6 +225,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
         on_subscriptions_listen=CallerListen(hub.sessions.bus, hub.access, digest, caller, hub),
     )
     server.hub = hub
+    server.endpoint = caller
     # The SDK's OpenTelemetry middleware opens a span per message even with no
     # exporter installed; on a proxy's hot path that is a tenth of the CPU. Off.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
