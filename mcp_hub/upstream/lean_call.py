@@ -21,8 +21,11 @@ upstream hop costs in Python. :func:`send_call` does the same exchange directly:
   protocol revision's fields, as the SDK does); a result of the wrong shape raises
   the ``ValidationError`` the caller turns into an error result;
 * cancelling the awaiting task (a timeout, a downstream cancel) sends
-  ``notifications/cancelled`` upstream, shielded and bounded, once the request
-  was written — the SDK's rule.
+  ``notifications/cancelled`` upstream, shielded and bounded, as the SDK does;
+* the hub's own client span (``mcp_hub.telemetry``) has already written the
+  ``traceparent`` into the request's ``_meta``; the SDK's OpenTelemetry span,
+  which records nothing unless an application installs a global tracer
+  provider, is not opened.
 
 Anything else takes the SDK's path: a 2026-07-28 session (its input rounds), a
 request with params the lean path does not write itself, a dispatcher that is
@@ -36,10 +39,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import anyio
-import anyio.lowlevel
 import mcp.types as types
 from mcp.client.session import ClientSession, _later_revision_fields
 from mcp.shared.dispatcher import ProgressFnT
@@ -62,7 +63,8 @@ CANCEL_WRITE_SECONDS = 1.0
 _NEEDED = ("_pending", "_allocate_id", "_running", "_closed", "_write_stream", "notify")
 #: Params of a ``tools/call`` the lean path writes itself; any other set field → SDK path.
 _PLAIN_FIELDS = frozenset(("name", "arguments", "meta"))
-_FIT: WeakKeyDictionary[ClientSession, bool] = WeakKeyDictionary()
+#: The attribute that remembers, on the session, whether its dispatcher is the known one.
+_FIT = "_mcp_hub_lean_fit"
 _CLOSED = "Connection closed"
 
 
@@ -89,13 +91,14 @@ class _Waiter:
 def lean_dispatcher(session: ClientSession) -> JSONRPCDispatcher[Any] | None:
     """The session's dispatcher when the lean path can use it; None for the SDK's path."""
     dispatcher = getattr(session, "_dispatcher", None)
-    fit = _FIT.get(session)
+    fit = getattr(session, _FIT, None)
     if fit is None:
         fit = (isinstance(dispatcher, JSONRPCDispatcher)
                and all(hasattr(dispatcher, name) for name in _NEEDED)
                and isinstance(getattr(dispatcher, "_pending", None), dict)
                and callable(getattr(session, "_stamp", None)))
-        _FIT[session] = fit
+        with contextlib.suppress(AttributeError):  # a session without __dict__: ask again
+            setattr(session, _FIT, fit)
     if not fit or is_modern(session):
         return None
     return dispatcher
@@ -136,23 +139,20 @@ async def _exchange(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
         params["_meta"] = meta
     waiter = _Waiter(asyncio.get_running_loop().create_future(), on_progress)
     pending[request_id] = waiter
-    written = False
     try:
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        written = True  # a write interrupted by cancellation may still have landed
         try:
             await _write(session, dispatcher, request_id, params)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise MCPError(code=types.CONNECTION_CLOSED, message=_CLOSED) from None
         outcome = await waiter.future
     except anyio.get_cancelled_exc_class():
-        if written:
-            with anyio.move_on_after(CANCEL_WRITE_SECONDS, shield=True) as scope:
-                await dispatcher.notify("notifications/cancelled",
-                                        {"requestId": request_id, "reason": "caller cancelled"})
-            if scope.cancelled_caught:
-                logger.warning("courtesy cancel for request %r gave up: write blocked",
-                               request_id)
+        # A write interrupted by cancellation may still have landed: cancel it upstream
+        # (an upstream ignores a cancel for an id it never saw).
+        with anyio.move_on_after(CANCEL_WRITE_SECONDS, shield=True) as scope:
+            await dispatcher.notify("notifications/cancelled",
+                                    {"requestId": request_id, "reason": "caller cancelled"})
+        if scope.cancelled_caught:
+            logger.warning("courtesy cancel for request %r gave up: write blocked", request_id)
         raise
     finally:
         if pending.get(request_id) is waiter:
