@@ -14,6 +14,7 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp.client.session import ClientSession
+from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 from mcp.shared.message import SessionMessage
 
 from mcp_hub.context import CallContext
@@ -238,3 +239,20 @@ def test_plain_response_takes_only_exact_result_answers() -> None:
         b"not json", b"[1, 2, 3]",
     ):
         assert plain_response(line) is None, line
+
+
+async def test_toward_http_the_request_carries_the_headers_the_sdk_would_stamp() -> None:
+    to_transport, from_hub = anyio.create_memory_object_stream[SessionMessage](1)
+    to_session, session_reads = anyio.create_memory_object_stream[Any](1)
+    async with to_transport, from_hub, to_session, session_reads:
+        session = ClientSession(session_reads, to_transport)
+        dispatcher: Any = session._dispatcher
+        params = {"name": "naïve tool", "arguments": {"a": 1}, "_meta": {"progressToken": 9}}
+        await lean_call._write(session, dispatcher, 9, params)
+        sent = from_hub.receive_nowait()
+    message = sent.message
+    assert isinstance(message, types.JSONRPCRequest)
+    assert (message.id, message.method, message.params) == (9, "tools/call", params)
+    assert sent.metadata is not None
+    headers = sent.metadata.headers  # type: ignore[union-attr]
+    assert headers == {MCP_NAME_HEADER: encode_header_value("naïve tool")}  # before a handshake
