@@ -43,6 +43,7 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.client.session import ClientSession, _later_revision_fields
+from mcp.shared import jsonrpc_dispatcher as _jsonrpc_dispatcher
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
@@ -58,11 +59,15 @@ __all__ = ["lean_dispatcher", "send_call"]
 logger = logging.getLogger("mcp_hub.upstream")
 
 #: How long the courtesy ``notifications/cancelled`` may take to write (the SDK's bound).
-CANCEL_WRITE_SECONDS = 1.0
+CANCEL_WRITE_SECONDS = 5.0
 #: What the dispatcher must have for the lean path to use it.
 _NEEDED = ("_pending", "_allocate_id", "_running", "_closed", "_write_stream", "notify")
 #: Params of a ``tools/call`` the lean path writes itself; any other set field → SDK path.
 _PLAIN_FIELDS = frozenset(("name", "arguments", "meta"))
+#: The dispatcher's pending entry has the fields :class:`_Waiter` stands in for (the
+#: dispatcher reads ``send`` and ``on_progress``); another SDK's may not: SDK path then.
+_KNOWN_PENDING = set(getattr(_jsonrpc_dispatcher, "_Pending", object).__dict__.get(
+    "__dataclass_fields__", {})) == {"send", "receive", "on_progress"}
 #: The attribute that remembers, on the session, whether its dispatcher is the known one.
 _FIT = "_mcp_hub_lean_fit"
 _CLOSED = "Connection closed"
@@ -93,7 +98,8 @@ def lean_dispatcher(session: ClientSession) -> JSONRPCDispatcher[Any] | None:
     dispatcher = getattr(session, "_dispatcher", None)
     fit = getattr(session, _FIT, None)
     if fit is None:
-        fit = (isinstance(dispatcher, JSONRPCDispatcher)
+        fit = (_KNOWN_PENDING
+               and isinstance(dispatcher, JSONRPCDispatcher)
                and all(hasattr(dispatcher, name) for name in _NEEDED)
                and isinstance(getattr(dispatcher, "_pending", None), dict)
                and callable(getattr(session, "_stamp", None)))
