@@ -27,7 +27,7 @@ from mcp_hub.redact import redact
 from mcp_hub.telemetry import client_span, progress_event
 from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState
 from mcp_hub.upstream.failures import CallLost, validation_summary
-from mcp_hub.upstream.modern import send_resolving_rounds
+from mcp_hub.upstream.lean_call import send_call
 from mcp_hub.upstream.relay_order import RelayBarrier
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import INVALID_RESPONSE
@@ -211,8 +211,9 @@ class CallsMixin(ConnectionState):
                 deadline=min(anyio.current_time() + call_timeout, hard_deadline)
             ) as scope, client_span(call, self.name, request, self.config.transport) as traced:
                 record.scope = scope
-                # A 2026-07-28 upstream's input rounds are resolved through ``call``.
-                result: ResultT = await send_resolving_rounds(
+                # A plain tools/call takes the lean path (upstream/lean_call.py); a
+                # 2026-07-28 upstream's input rounds are resolved through ``call``.
+                result: ResultT = await send_call(
                     session, request, result_type, call, record.paused,
                     progress_callback=on_progress)
                 traced.done(result)

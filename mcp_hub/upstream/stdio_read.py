@@ -22,8 +22,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, TypeVar
 
 import anyio
+import mcp.types as types
+from mcp.shared.message import SessionMessage
+from pydantic_core import from_json
 
-__all__ = ["StdoutReadStream"]
+__all__ = ["StdoutReadStream", "plain_response"]
 
 T = TypeVar("T")
 
@@ -99,3 +102,25 @@ class StdoutReadStream(Generic[T]):
 
     async def __aexit__(self, *exc: Any) -> None:
         self.close()
+
+
+def plain_response(line: bytes) -> SessionMessage | None:
+    """A line that is exactly ``{"jsonrpc": "2.0", "id": …, "result": {…}}``, as a message,
+    without the validation of the JSON-RPC message union; None for anything else.
+
+    Most of what an upstream writes is the answer to a call, and for it the union's
+    validation checks only what is checked here (the version, an int or string id,
+    an object result, no other keys). Every other line, valid or not, takes the full
+    validation and its error handling.
+    """
+    try:
+        value = from_json(line)
+    except ValueError:
+        return None
+    if type(value) is not dict or len(value) != 3 or value.get("jsonrpc") != "2.0":
+        return None
+    result, request_id = value.get("result"), value.get("id")
+    if type(result) is not dict or type(request_id) not in (int, str):
+        return None
+    return SessionMessage(types.JSONRPCResponse.model_construct(
+        jsonrpc="2.0", id=request_id, result=result))

@@ -41,10 +41,14 @@ class StdinWriteStream:
         self._closed = False
 
     async def send(self, item: SessionMessage, /) -> None:
+        await self.send_bytes(encode(item))
+
+    async def send_bytes(self, line: bytes, /) -> None:
+        """One message already encoded as a line (the lean ``tools/call`` writes its own)."""
         if self._closed:
             raise anyio.ClosedResourceError
         try:
-            await self._stdin.send(encode(item))
+            await self._stdin.send(line)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The child stopped reading: end the session rather than hang a request.
             self._closed = True

@@ -49,7 +49,7 @@ from mcp_hub.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth
 from mcp_hub.upstream.oauth.errors import login_hint
-from mcp_hub.upstream.stdio_read import StdoutReadStream
+from mcp_hub.upstream.stdio_read import StdoutReadStream, plain_response
 from mcp_hub.upstream.stdio_write import StdinWriteStream
 
 __all__ = [
@@ -444,7 +444,8 @@ def _stdout_parser(name: str, limit: int) -> Callable[[bytes], list[SessionMessa
                 continue
             else:
                 try:
-                    reply = SessionMessage(adapter.validate_json(line, by_name=False))
+                    reply = plain_response(line) or SessionMessage(
+                        adapter.validate_json(line, by_name=False))
                 except ValueError:
                     reply = _stdout_reply(name, line)
             if reply is not None:
