@@ -296,7 +296,25 @@ def lag_table(lag_file: Path, pid: int) -> str:
             rows.append([label, fmt_ms(percentile(lags, 50)), fmt_ms(percentile(lags, 99)),
                          fmt_ms(lags[-1]), str(len(lags))])
     return markdown_table(["hub event-loop lag (2 ms timer)", "p50 ms", "p99 ms", "max ms", "samples"],
-                          rows)
+                          rows) + "\n\n" + gc_table(lag_file, pid)
+
+
+def gc_table(lag_file: Path, pid: int) -> str:
+    """The hub's garbage collections per phase: full ones, and younger ones over 1 ms."""
+    path = lag_file.with_name(f"{lag_file.name}.gc.{pid}")
+    if not path.exists():
+        return "hub garbage collections: no probe data"
+    points = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    rows = []
+    for label in dict.fromkeys(label for label, _, _ in PHASES):
+        inside = [(int(gen), float(took)) for at, gen, took in points
+                  if any(lab == label and t0 <= float(at) <= t1 for lab, t0, t1 in PHASES)]
+        full = [took for gen, took in inside if gen == 2]
+        young = [took for gen, took in inside if gen < 2]
+        rows.append([label, str(len(full)), fmt_ms(max(full, default=0.0)), str(len(young)),
+                     fmt_ms(max(young, default=0.0))])
+    return markdown_table(["hub garbage collections", "full", "longest full ms", "younger > 1 ms",
+                           "longest younger ms"], rows)
 
 
 async def run(args: argparse.Namespace) -> list[str]:

@@ -1,11 +1,14 @@
-"""Benchmark only: record the event-loop lag of a process that runs on uvloop.
+"""Benchmark only: record the event-loop lag and the garbage collections of a process on uvloop.
 
 ``bench/list_bench.py`` puts this folder on the hub's ``PYTHONPATH`` with
 ``MCP_HUB_BENCH_LAG_FILE`` set. Every event loop made by ``uvloop.new_event_loop``
 (the hub's, through anyio) then runs one extra task that sleeps 2 ms at a time
 and appends "<unix time> <lag ms>" to ``<file>.<pid>``: how much later than
-asked the loop came back, i.e. how long something else held it. Nothing happens
-without the variable.
+asked the loop came back, i.e. how long something else held it. Every garbage
+collection of the oldest generation, and every younger one that took over a
+millisecond, is appended as "<unix time> <generation> <ms>" to
+``<file>.gc.<pid>``: a collection holds the loop for its whole length, and no
+slicing can split it. Nothing happens without the variable.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 _PATH = os.environ.get("MCP_HUB_BENCH_LAG_FILE")
 if _PATH:
     import asyncio
+    import gc
     import time
     from typing import Any
 
@@ -39,3 +43,16 @@ if _PATH:
         return loop
 
     uvloop.new_event_loop = _probed_loop
+
+    _GC_OUT = open(f"{_PATH}.gc.{os.getpid()}", "a", buffering=1)  # noqa: SIM115 (lives with the process)
+    _GC_STARTED = [0.0]
+
+    def _collections(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            _GC_STARTED[0] = time.perf_counter()
+            return
+        took = time.perf_counter() - _GC_STARTED[0]
+        if info["generation"] == 2 or took > 0.001:
+            _GC_OUT.write(f"{time.time():.4f} {info['generation']} {took * 1e3:.3f}\n")
+
+    gc.callbacks.append(_collections)
