@@ -204,10 +204,9 @@ class SettleWatch:
         seen = self.fingerprint()
         if seen != self._seen:
             self._seen, self._changed_at = seen, now
-            return False
+        if self.heap.adopt_due and not self.heap.adopt() and self._changed_at is None:
+            self._changed_at = now  # over the limit: reset once things are quiet
         if self._changed_at is None or now - self._changed_at < self.quiet:
-            if self.heap.adopt_due:
-                self.heap.adopt()
             return False
         self._changed_at = None
         self.heap.adopt_due = False

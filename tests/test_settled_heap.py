@@ -1,0 +1,182 @@
+"""The heap frozen again once the catalog settles, with a frozen set that stays bounded.
+
+Units drive :class:`SettledHeap` and :class:`SettleWatch` directly (with an
+explicit clock); the memory test replaces a catalog of real tool definitions
+many times over, on a real in-process hub with its prepared lists, while
+objects with reference cycles are alive at every settle and dropped after it
+(what a closed session leaves), and checks that neither the frozen set nor the
+collector's own generations grow.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from bench.catalog_server import real_tools
+from mcp_hub.access import EVERYONE
+from mcp_hub.config import load_config
+from mcp_hub.downstream.heap_watch import catalog_fingerprint, keep_heap_settled
+from mcp_hub.downstream.prepared_lists import PreparedLists
+from mcp_hub.hub import Hub
+from mcp_hub.settled_heap import SettledHeap, SettleWatch, settled_heap
+from tests.hubtest import write_config
+from tests.test_list_fragments import register
+
+pytestmark = pytest.mark.anyio
+
+
+class _Session:
+    """Stands for what a session leaves behind: objects in a reference cycle."""
+
+    def __init__(self) -> None:
+        self.me = self
+        self.buffers = [[i] * 8 for i in range(200)]
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen() -> Iterator[None]:
+    """The collector is process-wide: leave it as the next test expects (nothing frozen)."""
+    yield
+    gc.unfreeze()
+    gc.collect()
+
+
+def _unfrozen_count() -> int:
+    return len(gc.get_objects())
+
+
+def test_a_settle_collects_garbage_and_freezes_what_is_alive() -> None:
+    heap = SettledHeap()
+    heap.reset()
+    garbage, alive = _Session(), _Session()
+    dead = weakref.ref(garbage)
+    del garbage
+    before = gc.get_freeze_count()
+    heap.settle()
+    assert dead() is None  # collected, not frozen
+    assert gc.get_freeze_count() >= before + len(alive.buffers)
+    assert not any(o is alive for o in gc.get_objects())  # out of the collector's sight
+    assert alive.buffers[3] == [3] * 8
+
+
+def test_the_watch_settles_once_after_the_fingerprint_stays_quiet() -> None:
+    heap = SettledHeap()
+    state = {"generation": 0}
+    watch = SettleWatch(lambda: state["generation"], quiet=2.0, heap=heap)
+    start = watch._changed_at
+    assert start is not None
+    assert not watch.poll(start + 1.0)
+    state["generation"] = 1  # a change postpones the settle
+    assert not watch.poll(start + 1.5)
+    assert not watch.poll(start + 3.0)
+    assert watch.poll(start + 3.6)
+    assert heap.stats.settles == 1
+    assert not watch.poll(start + 10.0)  # nothing changed since: no second settle
+    for t in range(20):  # one change after another: no settle while they go on
+        state["generation"] += 1
+        assert not watch.poll(start + 11.0 + t)
+    assert heap.stats.settles == 1
+    assert watch.poll(start + 33.0)
+    assert heap.stats.settles == 2
+
+
+def test_a_long_collection_of_the_collectors_own_is_adopted_or_leads_to_a_reset() -> None:
+    heap = SettledHeap(adopt_pause=0.0)
+    heap.reset()
+    stop = heap.watching()
+    try:
+        kept = [_Session() for _ in range(50)]
+        gc.collect()  # the collector's own, as far as the heap can tell
+        assert heap.adopt_due
+        watch = SettleWatch(lambda: 0, quiet=5.0, heap=heap)
+        watch._changed_at = None  # settled already
+        assert not watch.poll(100.0)
+        assert heap.stats.adopts == 1 and not heap.adopt_due
+        assert not any(o is kept[0] for o in gc.get_objects())
+        heap.stats.baseline = 0  # now over the limit: no adopt, a reset once quiet instead
+        heap.slack = 0
+        gc.collect()
+        assert not watch.poll(200.0)
+        assert heap.stats.adopts == 1
+        assert watch.poll(206.0)
+        assert heap.stats.resets == 2
+    finally:
+        stop()
+    assert heap._collections not in gc.callbacks
+
+
+def _catalog(round_: int, tools: list[Any]) -> list[Any]:
+    """The same real tools with fresh descriptions: new definitions, new nested objects."""
+    return [t.model_copy(update={"description": f"{t.description} (v{round_})"}, deep=True)
+            for t in tools]
+
+
+async def test_frozen_and_tracked_objects_stay_bounded_across_many_catalog_changes(
+        tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, '[tool_search]\nmode = "off"\n'))
+    tools = real_tools(300)
+    heap = SettledHeap(slack=5_000)
+    async with Hub(config, load_plugin_modules=False) as hub:
+        lists = PreparedLists(hub)
+        heap.reset()
+        frozen: list[int] = []
+        unfrozen: list[int] = []
+        leaked: list[weakref.ref[_Session]] = []
+        for round_ in range(30):
+            for tool in hub.registry.get_definitions(None):
+                if tool["name"].startswith("cat"):
+                    hub.registry.deregister(tool["name"])
+            for tool in _catalog(round_, tools):
+                register(hub, tool)
+            with anyio.fail_after(30):
+                answer = await lists.result("tools", EVERYONE, "2025-11-25")
+            assert f"(v{round_})".encode() in answer
+            sessions = [_Session() for _ in range(20)]  # alive at the settle ...
+            heap.settle()
+            leaked += [weakref.ref(s) for s in sessions]
+            del sessions  # ... and cyclic garbage after it: frozen garbage until a reset
+            frozen.append(gc.get_freeze_count())
+            unfrozen.append(_unfrozen_count())
+        limit = heap.limit()
+        assert limit is not None
+        assert max(frozen[5:]) <= limit + 25_000  # one round's arrivals above the limit at most
+        assert max(frozen[10:]) <= 1.5 * frozen[4]
+        assert heap.stats.resets >= 2  # the reset came, and took the frozen garbage with it
+        assert max(unfrozen) < 5_000  # the collector's own generations stay small
+        heap.reset()
+        assert all(ref() is None for ref in leaked)
+
+
+async def test_a_running_hub_settles_its_heap_after_a_catalog_change(tmp_path: Path) -> None:
+    body = '[hub]\nheap_settle_seconds = 0.05\n\n[tool_search]\nmode = "off"\n'
+    config = load_config(write_config(tmp_path, body))
+    heap = settled_heap()
+    async with Hub(config, load_plugin_modules=False) as hub:
+        fingerprint = catalog_fingerprint(hub)
+        first = fingerprint()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keep_heap_settled, hub)
+            for tool in real_tools(50):
+                register(hub, tool)
+            assert fingerprint() != first
+            before = heap.stats.settles
+            with anyio.fail_after(10):
+                while heap.stats.settles == before:
+                    await anyio.sleep(0.02)
+            tg.cancel_scope.cancel()
+    assert gc.get_freeze_count() > 0
+
+
+async def test_no_watch_runs_with_heap_settle_seconds_zero(tmp_path: Path) -> None:
+    body = '[hub]\nheap_settle_seconds = 0\n'
+    config = load_config(write_config(tmp_path, body))
+    async with Hub(config, load_plugin_modules=False) as hub:
+        with anyio.fail_after(5):
+            await keep_heap_settled(hub)  # returns at once
