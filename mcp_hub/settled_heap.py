@@ -16,7 +16,10 @@ minus its garbage) and freezes what survives, so every later collection walks
 only what arrived after it. :class:`SettleWatch` calls it once a fingerprint
 of the catalog (the registry's generation, the prompt and resource counters,
 the config, the prepared lists; see :mod:`mcp_hub.downstream.heap_watch`) has
-stayed the same for ``[hub] heap_settle_seconds`` after a change.
+stayed the same for ``[hub] heap_settle_seconds`` after a change. Long-lived
+objects made elsewhere are caught by the collector itself: after one of its own
+full collections that took ``ADOPT_PAUSE`` or more, what it found alive is
+frozen at the next poll (:meth:`SettledHeap.adopt`).
 
 **Bounded memory.** A frozen object is still freed by reference counting the
 moment it is no longer used (an old catalog's definitions, a closed session's

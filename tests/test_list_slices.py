@@ -204,3 +204,50 @@ async def test_a_large_list_over_http_has_the_sdk_bytes_when_sent_in_pieces(tmp_
     assert int(fast.headers["content-length"]) == len(fast.content)
     assert [fast.text] == [d for d in sse_data(slow.text) if '"result"' in d]
     assert len(fast.json()["result"]["tools"]) >= 300
+
+
+async def test_large_answers_in_flight_take_turns_piece_by_piece() -> None:
+    lists = PreparedLists(object())
+    order: list[str] = []
+
+    def sender(name: str) -> Any:
+        async def send(message: Message) -> None:
+            order.append(name)
+        return paced(send, chunk=10, turn=lists.take_turn)
+
+    async def answer(name: str) -> None:
+        await sender(name)({"type": "http.response.body", "body": b"x" * 50})
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer, "a")
+            tg.start_soon(answer, "b")
+    assert order == ["a", "b"] * 5  # one piece at a time across both, never two in a row
+
+
+async def test_a_client_that_reads_slowly_holds_up_no_other_large_answer() -> None:
+    lists = PreparedLists(object())
+    drained = anyio.Event()
+    fast_done = anyio.Event()
+    sent = {"slow": 0, "fast": 0}
+
+    def sender(name: str) -> Any:
+        async def send(message: Message) -> None:
+            if name == "slow" and sent["slow"] == 1:
+                await drained.wait()  # its socket is full until the client reads
+            sent[name] += 1
+        return paced(send, chunk=10, turn=lists.take_turn)
+
+    async def answer(name: str) -> None:
+        await sender(name)({"type": "http.response.body", "body": b"x" * 50})
+        if name == "fast":
+            fast_done.set()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer, "slow")
+            tg.start_soon(answer, "fast")
+            await fast_done.wait()
+            assert sent == {"slow": 1, "fast": 5}
+            drained.set()
+    assert sent == {"slow": 5, "fast": 5}
