@@ -17,9 +17,11 @@ only what arrived after it. :class:`SettleWatch` calls it once a fingerprint
 of the catalog (the registry's generation, the prompt and resource counters,
 the config, the prepared lists; see :mod:`mcp_hub.downstream.heap_watch`) has
 stayed the same for ``[hub] heap_settle_seconds`` after a change. Long-lived
-objects made elsewhere are caught by the collector itself: after one of its own
-full collections that took ``ADOPT_PAUSE`` or more, what it found alive is
-frozen at the next poll (:meth:`SettledHeap.adopt`).
+objects made elsewhere (twenty sessions opening, an SDK-path list's caches) are
+caught at the same polls: once the collector's oldest generation holds
+``OLD_LIMIT`` objects that are not frozen, they are collected and frozen at
+once (:meth:`SettledHeap.freeze_old`), a pause of a millisecond or two instead
+of a full collection of them at a moment the thresholds pick.
 
 **Bounded memory.** A frozen object is still freed by reference counting the
 moment it is no longer used (an old catalog's definitions, a closed session's
@@ -43,11 +45,10 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
-__all__ = ["ADOPT_PAUSE", "GROWTH", "SLACK", "HeapStats", "SettleWatch", "SettledHeap", "settled_heap"]
+__all__ = ["GROWTH", "OLD_LIMIT", "SLACK", "HeapStats", "SettleWatch", "SettledHeap", "settled_heap"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +56,8 @@ logger = logging.getLogger(__name__)
 GROWTH = 1.25
 #: ... plus this many objects (so that a small heap is not reset at every settle).
 SLACK = 20_000
-#: A full collection the collector ran by itself that took this long walked a large unfrozen
-#: heap: what it found alive is frozen at the next poll (:meth:`SettledHeap.adopt`).
-ADOPT_PAUSE = 0.002
+#: Unfrozen objects in the oldest generation from which a poll freezes them (:meth:`SettledHeap.freeze_old`).
+OLD_LIMIT = 10_000
 
 
 @dataclass
@@ -66,8 +66,8 @@ class HeapStats:
 
     settles: int = 0
     resets: int = 0
-    #: Freezes right after a long full collection of the collector's own (:meth:`SettledHeap.adopt`).
-    adopts: int = 0
+    #: Freezes of a grown oldest generation between settles (:meth:`SettledHeap.freeze_old`).
+    old_freezes: int = 0
     #: How long the last settle held the loop (seconds).
     last_pause: float = 0.0
     #: The longest settle so far (seconds).
@@ -79,17 +79,13 @@ class HeapStats:
 class SettledHeap:
     """Freezes what survives a collection, and resets the frozen set before it grows unbounded."""
 
-    def __init__(self, *, growth: float = GROWTH, slack: int = SLACK,
-                 adopt_pause: float = ADOPT_PAUSE) -> None:
+    def __init__(self, *, growth: float = GROWTH, slack: int = SLACK, old_limit: int = OLD_LIMIT) -> None:
         self.growth = growth
         self.slack = slack
-        self.adopt_pause = adopt_pause
+        self.old_limit = old_limit
         self.stats = HeapStats()
-        #: Set when the collector ran a long full collection by itself; :meth:`adopt` clears it.
-        self.adopt_due = False
+        #: True while a collection of this object's runs (the benchmark's probe reads it).
         self._ours = False
-        self._started = 0.0
-        self._watchers = 0
 
     def limit(self) -> int | None:
         """The frozen count above which the next settle is a reset (None: the next one is)."""
@@ -124,53 +120,31 @@ class SettledHeap:
             self._ours = False
         return self._took(started, "settle")
 
-    def adopt(self) -> bool:
-        """After a long full collection of the collector's own: freeze its survivors.
+    def old_grown(self) -> bool:
+        """Whether the oldest generation holds ``old_limit`` unfrozen objects (costs a list of them)."""
+        return len(gc.get_objects(generation=2)) >= self.old_limit
 
-        That collection already paid the pause; freezing what it found alive
-        spares the next ones from walking it again. Only a young collection runs
-        first (cheap). Skipped once the frozen count is over :meth:`limit`: the
-        next :meth:`settle` resets instead. True if it froze.
-        """
-        self.adopt_due = False
+    def freeze_old(self) -> bool:
+        """Collect and freeze what is not frozen, unless the frozen count is over :meth:`limit`
+        (then nothing: the next :meth:`settle` resets instead); True if it froze."""
         limit = self.limit()
         if limit is None or gc.get_freeze_count() > limit:
             return False
+        started = time.perf_counter()
         self._ours = True
         try:
-            gc.collect(1)
+            gc.collect()
             gc.freeze()
         finally:
             self._ours = False
-        self.stats.adopts += 1
+        self.stats.old_freezes += 1
+        self._took(started, "old generation freeze", settle=False)
         return True
 
-    def _collections(self, phase: str, info: dict[str, Any]) -> None:
-        """``gc.callbacks``: marks an adopt due after a long full collection not run here."""
-        if self._ours or info.get("generation") != 2:
-            return
-        if phase == "start":
-            self._started = time.perf_counter()
-        elif time.perf_counter() - self._started >= self.adopt_pause:
-            self.adopt_due = True
-
-    def watching(self) -> Callable[[], None]:
-        """Start following the collector's own full collections; the returned function stops it."""
-        if self._watchers == 0:
-            gc.callbacks.append(self._collections)
-        self._watchers += 1
-
-        def stop() -> None:
-            self._watchers -= 1
-            if self._watchers == 0 and self._collections in gc.callbacks:
-                gc.callbacks.remove(self._collections)
-
-        return stop
-
-    def _took(self, started: float, what: str) -> float:
+    def _took(self, started: float, what: str, *, settle: bool = True) -> float:
         pause = time.perf_counter() - started
         stats = self.stats
-        stats.settles += 1
+        stats.settles += settle
         stats.last_pause = pause
         stats.longest_pause = max(stats.longest_pause, pause)
         logger.debug("heap %s: %d objects frozen, %.1f ms", what, gc.get_freeze_count(), pause * 1e3)
@@ -207,22 +181,17 @@ class SettleWatch:
         seen = self.fingerprint()
         if seen != self._seen:
             self._seen, self._changed_at = seen, now
-        if self.heap.adopt_due and not self.heap.adopt() and self._changed_at is None:
-            self._changed_at = now  # over the limit: reset once things are quiet
-        if self._changed_at is None or now - self._changed_at < self.quiet:
-            return False
-        self._changed_at = None
-        self.heap.adopt_due = False
-        self.heap.settle()
-        return True
+        elif self._changed_at is not None and now - self._changed_at >= self.quiet:
+            self._changed_at = None
+            self.heap.settle()
+            return True
+        if self.heap.old_grown() and not self.heap.freeze_old() and self._changed_at is None:
+            self._changed_at = now  # over the limit: a reset once things are quiet
+        return False
 
     async def run(self) -> None:
         """Poll four times per ``quiet`` period (at most once every 50 ms), forever."""
         interval = max(self.quiet / 4, 0.05)
-        stop = self.heap.watching()
-        try:
-            while True:
-                await anyio.sleep(interval)
-                self.poll(time.monotonic())
-        finally:
-            stop()
+        while True:
+            await anyio.sleep(interval)
+            self.poll(time.monotonic())

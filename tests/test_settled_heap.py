@@ -68,7 +68,7 @@ def test_a_settle_collects_garbage_and_freezes_what_is_alive() -> None:
 
 
 def test_the_watch_settles_once_after_the_fingerprint_stays_quiet() -> None:
-    heap = SettledHeap()
+    heap = SettledHeap(old_limit=10**9)  # only the fingerprint counts here
     state = {"generation": 0}
     watch = SettleWatch(lambda: state["generation"], quiet=2.0, heap=heap)
     start = watch._changed_at
@@ -88,29 +88,25 @@ def test_the_watch_settles_once_after_the_fingerprint_stays_quiet() -> None:
     assert heap.stats.settles == 2
 
 
-def test_a_long_collection_of_the_collectors_own_is_adopted_or_leads_to_a_reset() -> None:
-    heap = SettledHeap(adopt_pause=0.0)
+def test_a_grown_old_generation_is_frozen_between_settles_or_leads_to_a_reset() -> None:
+    heap = SettledHeap(old_limit=1_000)
     heap.reset()
-    stop = heap.watching()
-    try:
-        kept = [_Session() for _ in range(50)]
-        gc.collect()  # the collector's own, as far as the heap can tell
-        assert heap.adopt_due
-        watch = SettleWatch(lambda: 0, quiet=5.0, heap=heap)
-        watch._changed_at = None  # settled already
-        assert not watch.poll(100.0)
-        assert heap.stats.adopts == 1 and not heap.adopt_due
-        assert not any(o is kept[0] for o in gc.get_objects())
-        heap.stats.baseline = 0  # now over the limit: no adopt, a reset once quiet instead
-        heap.slack = 0
-        gc.collect()
-        assert not watch.poll(200.0)
-        assert heap.stats.adopts == 1
-        assert watch.poll(206.0)
-        assert heap.stats.resets == 2
-    finally:
-        stop()
-    assert heap._collections not in gc.callbacks
+    watch = SettleWatch(lambda: 0, quiet=5.0, heap=heap)
+    watch._changed_at = None  # settled already
+    kept = [_Session() for _ in range(20)]  # some 4,000 containers ...
+    gc.collect()  # ... in the oldest generation
+    assert heap.old_grown()
+    assert not watch.poll(100.0)
+    assert heap.stats.old_freezes == 1 and heap.stats.settles == 1  # the reset only
+    assert not heap.old_grown()
+    assert not any(o is kept[0] for o in gc.get_objects())
+    heap.stats.baseline, heap.slack = 0, 0  # over the limit now: no freeze, a reset once quiet
+    more = [_Session() for _ in range(20)]
+    gc.collect()
+    assert not watch.poll(200.0)
+    assert heap.stats.old_freezes == 1 and any(o is more[0] for o in gc.get_objects())
+    assert watch.poll(206.0)
+    assert heap.stats.resets == 2
 
 
 def _catalog(round_: int, tools: list[Any]) -> list[Any]:
@@ -123,7 +119,7 @@ async def test_frozen_and_tracked_objects_stay_bounded_across_many_catalog_chang
         tmp_path: Path) -> None:
     config = load_config(write_config(tmp_path, '[tool_search]\nmode = "off"\n'))
     tools = real_tools(300)
-    heap = SettledHeap(slack=5_000)
+    heap = SettledHeap(slack=5_000, old_limit=10**9)  # one settle per round, no more
     async with Hub(config, load_plugin_modules=False) as hub:
         lists = PreparedLists(hub)
         heap.reset()
