@@ -31,8 +31,10 @@ settle that ends afterwards, say. Each settle therefore compares the frozen
 count with the count after the last full reset; once it has grown by more than
 ``growth`` (plus ``slack`` objects), the settle is a reset instead:
 ``gc.unfreeze``, one collection of the whole heap (which finds those cycles),
-``gc.freeze``. Frozen garbage can thus never exceed about a quarter of the live
-heap, however many reloads and ``list_changed`` cycles the hub goes through.
+``gc.freeze``. Frozen garbage can thus never exceed about half the live heap
+plus ``slack`` objects, however many reloads and ``list_changed`` cycles the hub
+goes through. (The slack lets a first catalog of a few thousand tools arrive on
+top of the start-up heap without a reset: a reset walks the whole heap.)
 
 The collector's state is process-wide, so there is one :class:`SettledHeap` per
 process (:func:`settled_heap`). Imports nothing of the project.
@@ -53,9 +55,9 @@ __all__ = ["GROWTH", "OLD_LIMIT", "SLACK", "HeapStats", "SettleWatch", "SettledH
 logger = logging.getLogger(__name__)
 
 #: A settle becomes a full reset once the frozen count exceeds its last reset's by this factor...
-GROWTH = 1.25
+GROWTH = 1.5
 #: ... plus this many objects (so that a small heap is not reset at every settle).
-SLACK = 20_000
+SLACK = 50_000
 #: Unfrozen objects in the oldest generation from which a poll freezes them (:meth:`SettledHeap.freeze_old`).
 OLD_LIMIT = 10_000
 

@@ -119,7 +119,7 @@ async def test_frozen_and_tracked_objects_stay_bounded_across_many_catalog_chang
         tmp_path: Path) -> None:
     config = load_config(write_config(tmp_path, '[tool_search]\nmode = "off"\n'))
     tools = real_tools(300)
-    heap = SettledHeap(slack=5_000, old_limit=10**9)  # one settle per round, no more
+    heap = SettledHeap(growth=1.25, slack=5_000, old_limit=10**9)  # one settle per round, no more
     async with Hub(config, load_plugin_modules=False) as hub:
         lists = PreparedLists(hub)
         heap.reset()
