@@ -142,7 +142,7 @@ async def test_frozen_and_tracked_objects_stay_bounded_across_many_catalog_chang
             frozen.append(gc.get_freeze_count())
             unfrozen.append(_unfrozen_count())
             # The JSON of old catalogs' entries goes too, not only the collector's view of it.
-            assert lists.fragments.count("tools") <= 3 * len(tools) + SWEEP_SLACK
+            assert lists.fragments.count("tools") <= 4 * (len(tools) + SWEEP_SLACK)
         limit = heap.limit()
         assert limit is not None
         assert max(frozen[5:]) <= limit + 25_000  # one round's arrivals above the limit at most
@@ -178,3 +178,28 @@ async def test_no_watch_runs_with_heap_settle_seconds_zero(tmp_path: Path) -> No
     async with Hub(config, load_plugin_modules=False) as hub:
         with anyio.fail_after(5):
             await keep_heap_settled(hub)  # returns at once
+
+
+async def test_the_sweep_keeps_the_entries_of_every_version_still_listed(tmp_path: Path) -> None:
+    """Three protocol versions listed after every change of half the catalog: old entries go,
+    the ones in use stay (each change serialises only the changed tools, once per version)."""
+    config = load_config(write_config(tmp_path, '[tool_search]\nmode = "off"\n'))
+    versions = ("2024-11-05", "2025-06-18", "2025-11-25")
+    tools = real_tools(300)
+    async with Hub(config, load_plugin_modules=False) as hub:
+        for tool in tools:
+            register(hub, tool)
+        lists = PreparedLists(hub)
+        with anyio.fail_after(120):
+            for round_ in range(12):
+                changed = _catalog(round_, tools[:150])
+                for tool in changed:
+                    register(hub, tool)  # the same names, new definitions
+                before = lists.fragments.serialised
+                for version in versions:
+                    answer = await lists.result("tools", EVERYONE, version)
+                    assert f"(v{round_})".encode() in answer
+                if round_:  # the first round serialises the whole catalog, per version
+                    assert lists.fragments.serialised - before == len(versions) * len(changed)
+                assert lists.fragments.count("tools") <= 4 * (3 * 300 + SWEEP_SLACK)
+        assert lists.fragments.count("tools") < len(versions) * 300 * 3  # old versions went
