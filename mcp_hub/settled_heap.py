@@ -88,6 +88,7 @@ class SettledHeap:
         self.stats = HeapStats()
         #: True while a collection of this object's runs (the benchmark's probe reads it).
         self._ours = False
+        self._middle_seen = -1
 
     def limit(self) -> int | None:
         """The frozen count above which the next settle is a reset (None: the next one is)."""
@@ -123,7 +124,17 @@ class SettledHeap:
         return self._took(started, "settle")
 
     def old_grown(self) -> bool:
-        """Whether the oldest generation holds ``old_limit`` unfrozen objects (costs a list of them)."""
+        """Whether the oldest generation holds ``old_limit`` unfrozen objects.
+
+        Objects reach it only in a collection of the middle or the oldest generation,
+        so while none ran since the last look this costs two counters; otherwise a list
+        of what is there (kept small by these freezes).
+        """
+        stats = gc.get_stats()
+        seen = stats[1]["collections"] + stats[2]["collections"]
+        if seen == self._middle_seen:
+            return False
+        self._middle_seen = seen
         return len(gc.get_objects(generation=2)) >= self.old_limit
 
     def freeze_old(self) -> bool:
@@ -149,7 +160,8 @@ class SettledHeap:
         stats.settles += settle
         stats.last_pause = pause
         stats.longest_pause = max(stats.longest_pause, pause)
-        logger.debug("heap %s: %d objects frozen, %.1f ms", what, gc.get_freeze_count(), pause * 1e3)
+        if logger.isEnabledFor(logging.DEBUG):  # the frozen count is a walk of the frozen set
+            logger.debug("heap %s: %d objects frozen, %.1f ms", what, gc.get_freeze_count(), pause * 1e3)
         return pause
 
 
