@@ -20,8 +20,9 @@ stayed the same for ``[hub] heap_settle_seconds`` after a change. Long-lived
 objects made elsewhere (twenty sessions opening, an SDK-path list's caches) are
 caught at the same polls: once the collector's oldest generation holds
 ``OLD_LIMIT`` objects that are not frozen, they are collected and frozen at
-once (:meth:`SettledHeap.freeze_old`), a pause of a millisecond or two instead
-of a full collection of them at a moment the thresholds pick.
+once (:meth:`SettledHeap.freeze_old`): a pause of one collection of them (a few
+milliseconds), taken at a poll, after which no later collection walks them
+again.
 
 **Bounded memory.** A frozen object is still freed by reference counting the
 moment it is no longer used (an old catalog's definitions, a closed session's
