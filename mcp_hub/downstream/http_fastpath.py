@@ -228,8 +228,7 @@ class HttpFastPath:
                 body = await self._list(method, session, endpoint[1], rid, cursor,
                                         (params or {}).get("_meta"), headers)
             self.served[method] = self.served.get(method, 0) + 1
-            # A large list in pieces, taking turns with every other large answer in flight.
-            await send_json(paced(send, turn=self.lists.take_turn), session.sid, body)
+            await send_json(paced(send), session.sid, body)  # a large list in pieces
         return True
 
     async def _list(self, method: str, session: FastSession, caller: Caller, rid: Any,

@@ -10,19 +10,9 @@ behind them. :func:`paced` wraps an ASGI ``send`` so that a body larger than
 meanwhile are read and answered between two pieces. The response's
 ``content-length`` is already set, so the bytes on the wire are unchanged: the
 same headers, the same body, only written in several ``send`` system calls.
-
-Twenty such answers written at once would still put twenty pieces into each
-turn of the loop (2.5 MB of copies and socket writes, milliseconds in which no
-call is read). With ``turn`` (:meth:`.prepared_lists.PreparedLists.take_turn`,
-one turnstile per hub) the pieces of every large answer in flight take turns
-with each other: one piece at a time across all of them, a loop turn between
-two, in the order they asked. A client that reads slowly holds no turn while
-its socket drains, so it delays nobody else's answer.
 """
 
 from __future__ import annotations
-
-from collections.abc import Awaitable, Callable
 
 import anyio.lowlevel
 from starlette.types import Message, Send
@@ -32,10 +22,8 @@ from mcp_hub.pipes import WRITE_CHUNK
 __all__ = ["WRITE_CHUNK", "paced"]
 
 
-def paced(send: Send, chunk: int = WRITE_CHUNK,
-          turn: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint) -> Send:
-    """``send``, with every body larger than ``chunk`` bytes sent in pieces of ``chunk``,
-    awaiting ``turn()`` before every piece after the first."""
+def paced(send: Send, chunk: int = WRITE_CHUNK) -> Send:
+    """``send``, with every body larger than ``chunk`` bytes sent in pieces of ``chunk``."""
 
     async def send_paced(message: Message) -> None:
         body = message.get("body", b"")
@@ -45,10 +33,10 @@ def paced(send: Send, chunk: int = WRITE_CHUNK,
         more = bool(message.get("more_body", False))
         view = memoryview(body)
         for start in range(0, len(body), chunk):
-            if start:
-                await turn()
             last = start + chunk >= len(body)
             await send({"type": "http.response.body", "body": bytes(view[start:start + chunk]),
                         "more_body": more or not last})
+            if not last:
+                await anyio.lowlevel.checkpoint()
 
     return send_paced

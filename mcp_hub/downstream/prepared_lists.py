@@ -141,19 +141,9 @@ class PreparedLists:
         """
         if len(page) < PACE_BYTES:
             return page
-        await self.take_turn()
-        return page
-
-    async def take_turn(self) -> None:
-        """Wait for this task's turn among the large answers being written, then one loop turn.
-
-        One turnstile per hub, first come first served: the pieces of every large
-        answer in flight (:func:`.paced_send.paced` over HTTP) leave one at a time,
-        so however many clients re-list together, one turn of the loop writes one
-        piece and the calls in between are read and answered.
-        """
         async with self._pace:
             await anyio.lowlevel.checkpoint()
+        return page
 
     def cached(self, kind: ListKind, caller: Caller, version: str) -> bool:
         """Whether the next list of this key is answered without a preparation."""
