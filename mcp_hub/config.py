@@ -148,6 +148,8 @@ class HubSettings(_Model):
     list_page_size: int = Field(default=0, ge=0)
     #: ``ttlMs`` on the hub's lists for 2026-07-28 clients, at most (0: none; docs/lists.md).
     list_ttl_ms: int = Field(default=60_000, ge=0, le=86_400_000)
+    #: Freeze the heap this long after the catalog last changed (0: never; docs/lists.md).
+    heap_settle_seconds: float = Field(default=2.0, ge=0)
     watch_config: bool = True
     #: Folders put before a stdio child's PATH (``./x`` is relative to this file).
     path: list[str] = Field(default_factory=list)

@@ -237,11 +237,23 @@ class PinStore:
             return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
 
     def _mutate(self, fn: Callable[[_State], bool]) -> None:
-        """Apply ``fn`` to the freshest file content under the lock; write if it changed."""
+        """Apply ``fn`` to the freshest file content under the lock; write if it changed.
+
+        The file is parsed again only if it changed on disk since this process last
+        read or wrote it: a serving hub checks every listing of every upstream, and
+        re-parsing the pins of a thousand tools at each change cost a busy loop tens
+        of milliseconds, and left as many objects for the garbage collector.
+        """
         with self._lock, self._file_lock():
-            state = self._read()
-            if fn(state):
-                self._write(state)
+            stamp = self._stat()
+            fresh = stamp is not None and stamp == self._stamp
+            state = self._state if fresh else self._read()
+            try:
+                if fn(state):
+                    self._write(state)
+            except BaseException:
+                self._stamp = None  # the state may be half-changed: read the file next time
+                raise
             self._state = state
             self._stamp = self._stat()
 

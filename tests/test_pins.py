@@ -314,3 +314,30 @@ def test_pins_cli_reports_a_corrupt_file_without_a_traceback(
     assert cmd_pins_diff(config) == 2
     assert "no 'servers' object" in capsys.readouterr().err
     assert cmd_pins_accept(config, "calc") == 2
+
+
+def test_a_serving_hub_parses_the_pin_file_again_only_when_another_process_changed_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "pins.json"
+    store = PinStore(path)
+    reads: list[int] = []
+    read = PinStore._read
+
+    def counted(self: PinStore) -> Any:
+        reads.append(1)
+        return read(self)
+
+    monkeypatch.setattr(PinStore, "_read", counted)
+    store.check_many("calc", {"add": tool()})
+    before = len(reads)
+    for n in range(5):  # new tools, one listing after another: pinned without a parse each
+        store.check_many("calc", {"add": tool(), **{f"t{i}": tool(f"tool {i}") for i in range(n + 1)}})
+    assert len(reads) == before
+    assert set(json.loads(path.read_text())["servers"]["calc"]) == {"add", "t0", "t1", "t2", "t3", "t4"}
+    other = PinStore(path)  # the CLI, say, pins another server meanwhile
+    other.check_many("web", {"fetch": tool("Fetch a page.")})
+    store.check_many("calc", {"add": tool(), "late": tool("late")})
+    assert len(reads) > before  # the change on disk was read ...
+    servers = json.loads(path.read_text())["servers"]
+    assert set(servers) == {"calc", "web"}  # ... and kept
+    assert "late" in servers["calc"]

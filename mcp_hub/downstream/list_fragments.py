@@ -40,10 +40,12 @@ from mcp import types
 
 from mcp_hub.tool_models import cacheable, definition_key, tool_model
 
-__all__ = ["SLICE_SECONDS", "Fragments", "Slicer"]
+__all__ = ["SLICE_SECONDS", "SWEEP_SLACK", "Fragments", "Slicer"]
 
 #: How long one step of a preparation may hold the event loop before it yields.
 SLICE_SECONDS = 0.001
+#: Entries a kind's store may gain beyond one list's worth before a sweep (:meth:`Fragments.sweep`).
+SWEEP_SLACK = 256
 
 _FIELD = {"tools": "tools", "prompts": "prompts", "resources": "resources",
           "templates": "resourceTemplates"}
@@ -92,6 +94,37 @@ class Fragments:
         self._envelopes: dict[tuple[Any, ...], tuple[dict[str, Any], bytes, bytes]] = {}
         #: Entries serialised so far (a cache miss each); tests read it.
         self.serialised = 0
+        #: Keys a page used since the last :meth:`sweep`, and in the period before, per kind.
+        self._used: dict[str, set[tuple[Any, ...]]] = {kind: set() for kind in _FIELD}
+        self._previous: dict[str, set[tuple[Any, ...]]] = {kind: set() for kind in _FIELD}
+        self._swept_size: dict[str, int] = dict.fromkeys(_FIELD, 0)
+
+    def count(self, kind: str) -> int:
+        """How many entries of ``kind`` are kept."""
+        return len(self._entries[kind])
+
+    def sweep(self, kind: str, in_use: int) -> int:
+        """Forget the entries of ``kind`` that no page used in the last two sweep periods;
+        how many. A period ends once the store has gained ``in_use`` (the size of the list
+        just prepared) plus ``SWEEP_SLACK`` entries since the last sweep.
+
+        Called after every preparation. Without it a catalog that changes keeps every
+        old version of its definitions (and their JSON) alive up to ``size`` entries:
+        fifty versions of a thousand tools, all of it walked by every full garbage
+        collection. Lists prepared in either period (other callers, other protocol
+        versions) keep their entries; one not prepared for two periods is serialised
+        again when it is next asked for.
+        """
+        store, used = self._entries[kind], self._used[kind]
+        if len(store) - self._swept_size[kind] <= in_use + SWEEP_SLACK:
+            return 0
+        keep = used | self._previous[kind]
+        stale = [key for key in store if key not in keep]
+        for key in stale:
+            del store[key]
+        self._previous[kind], self._used[kind] = used, set()
+        self._swept_size[kind] = len(store)
+        return len(stale)
 
     def envelope(self, kind: str, version: str, cursor: str | None,
                  hint: tuple[int, str] | None) -> tuple[dict[str, Any], bytes, bytes]:
@@ -116,6 +149,7 @@ class Fragments:
         store = self._entries[kind]
         hit = store.get(key)
         if hit is not None:
+            self._used[kind].add(key)
             return hit[1]
         model = tool_model(item) if kind == "tools" else item
         dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -126,6 +160,7 @@ class Fragments:
         self.serialised += 1
         if kind != "tools" or cacheable(item):
             store[key] = (item, data)  # the item is kept: its identity is in the key
+            self._used[kind].add(key)
             while len(store) > self.size:
                 store.popitem(last=False)
         return data

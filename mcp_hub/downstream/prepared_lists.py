@@ -169,6 +169,7 @@ class PreparedLists:
             hint = self.hint(kind, caller)
             serial = next(self._serials)
             pages = await self._build(kind, version, serial, items, hint, slicer)
+            self.fragments.sweep(kind, len(items))  # old versions of changed entries go
             self.preparations += 1
             self.slices += slicer.yields + 1
             if self.generation(kind) == generation and self.hub.config is config:

@@ -22,6 +22,7 @@ from mcp_hub import runtime
 from mcp_hub.config import HubConfig
 from mcp_hub.downstream.draining import drain_on_signals
 from mcp_hub.downstream.fastpath import StdioFastPath
+from mcp_hub.downstream.heap_watch import keep_heap_settled
 from mcp_hub.downstream.instructions import FirstRequestGate, hub_instructions
 from mcp_hub.downstream.server import build_server
 from mcp_hub.downstream.stdio import stdio_server
@@ -81,8 +82,10 @@ def _uvicorn_server(config: Any) -> Any:
 
 
 def _start_reloaders(hub: Hub, tg: anyio.abc.TaskGroup) -> None:
-    """Hot reload: on SIGHUP, and when the config file changes on disk."""
+    """Hot reload: on SIGHUP, and when the config file changes on disk; and the heap
+    frozen again once each change has settled (:mod:`.heap_watch`)."""
     tg.start_soon(hub.reload_on_sighup)
+    tg.start_soon(keep_heap_settled, hub)
     if hub.config.hub.watch_config:
         tg.start_soon(hub.watch_config)
 
