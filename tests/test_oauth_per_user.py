@@ -179,6 +179,7 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
     assert forged.status_code == 403 and stray.status_code == 400
 
     await _progress_and_logs_reach_the_caller(hub, alice_h, alice)
+    await _questions_reach_the_caller(hub, alice_h, alice)
     await _no_token_anywhere(hub, alice_h, config_path, tmp)
 
     # An administrator removes Bob's tokens: his next call asks him to connect again.
@@ -211,6 +212,36 @@ async def _progress_and_logs_reach_the_caller(hub: HttpHub, headers: dict[str, s
     assert _text(result) == "counted to 3", _text(result)
     assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert logs == ["counted 1", "counted 2", "counted 3"]
+
+
+async def _questions_reach_the_caller(hub: HttpHub, headers: dict[str, str],
+                                      browser: Browser) -> None:
+    """A per-user upstream's sampling, form elicitation and roots requests reach the caller."""
+
+    async def sample(context: Any, params: types.CreateMessageRequestParams
+                     ) -> types.CreateMessageResult:
+        first = params.messages[0].content
+        asked = first.text if isinstance(first, types.TextContent) else "?"
+        return types.CreateMessageResult(role="assistant", model="m",
+                                         content=types.TextContent(text=f"re:{asked}"))
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if isinstance(params, types.ElicitRequestURLParams):
+            return await browser.elicit(context, params)
+        return types.ElicitResult(action="accept", content={"name": "Alice"})
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/alice", name="w")])
+
+    async with http_session(hub.mcp_url, headers=headers, elicitation_callback=elicit,
+                            sampling_callback=sample, list_roots_callback=roots) as session:
+        result = await session.call_tool("p_ask", {"prompt": "hi"})
+    assert _text(result) == "model=re:hi name=Alice roots=['file:///work/alice']", _text(result)
+    # A client that cannot answer: the upstream gets an error, the call reports it.
+    async with http_session(hub.mcp_url, headers=headers,
+                            elicitation_callback=browser.elicit) as session:
+        failed = await session.call_tool("p_ask", {"prompt": "hi"})
+    assert failed.is_error, _text(failed)
 
 
 async def _no_token_anywhere(hub: HttpHub, headers: dict[str, str], config_path: Path,

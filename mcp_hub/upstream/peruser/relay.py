@@ -1,22 +1,26 @@
-"""Progress and log messages of a per-user session, relayed to the client of the call.
+"""What a per-user session's upstream sends during a call, relayed to the call's client.
 
-A hub-wide connection forwards what its upstream reports during a call (progress
-notifications, log messages) to the downstream client that made the call; a
-per-user session does the same through a :class:`SessionRelay`, one per
-(server, identity) session. Progress is tied to its call by the progress token
-the SDK puts in the request. A log message names no request, so it goes to the
-most recent call in flight on that session; every call on it belongs to the
-same identity, so one person's upstream never talks to another's client.
+A hub-wide connection forwards what its upstream reports or asks during a call
+(progress, log messages, sampling, elicitation, roots) to the downstream client
+that made the call; a per-user session does the same through a
+:class:`SessionRelay`, one per (server, identity) session. Progress is tied to
+its call by the progress token the SDK puts in the request. A log message or a
+request of the upstream names no call, so it goes to the most recent call in
+flight on that session whose client can answer it; every call on the session
+belongs to the same identity, so one person's upstream never talks to another's
+client. With no such call, the upstream gets a clear error.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import mcp.types as types
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
 
 from mcp_hub.context import CallContext
 from mcp_hub.upstream.relay_order import RelayBarrier
@@ -24,6 +28,7 @@ from mcp_hub.upstream.relay_order import RelayBarrier
 __all__ = ["SessionRelay"]
 
 logger = logging.getLogger("mcp_hub.upstream.peruser")
+T = TypeVar("T")
 
 
 class SessionRelay:
@@ -50,6 +55,41 @@ class SessionRelay:
         finally:
             self._inflight.remove(call)
 
+    def _latest(self, capable: Callable[[CallContext], bool]) -> CallContext | None:
+        for call in reversed(self._inflight):
+            if capable(call):
+                return call
+        return None
+
+    def _no_client(self, what: str, capability: str) -> types.ErrorData:
+        why = ("no call is in flight on this session" if not self._inflight
+               else f"the client of the call in flight does not support {capability}")
+        return types.ErrorData(code=types.INVALID_REQUEST,
+                               message=f"mcp-hub cannot relay {what}: {why}")
+
+    async def on_sampling(self, context: Any, params: types.CreateMessageRequestParams
+                          ) -> types.CreateMessageResult | types.ErrorData:
+        """The session's ``sampling_callback``: asked of the client of the latest call."""
+        call = self._latest(lambda c: c.can_sample)
+        if call is None:
+            return self._no_client("sampling/createMessage", "sampling")
+        return await _answer(call.create_message(params))
+
+    async def on_elicitation(self, context: Any, params: types.ElicitRequestParams
+                             ) -> types.ElicitResult | types.ErrorData:
+        """The session's ``elicitation_callback``."""
+        call = self._latest(lambda c: c.can_elicit)
+        if call is None:
+            return self._no_client("elicitation/create", "elicitation")
+        return await _answer(call.elicit(params))
+
+    async def on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        """The session's ``list_roots_callback``."""
+        call = self._latest(lambda c: c.can_list_roots)
+        if call is None:
+            return self._no_client("roots/list", "roots")
+        return await _answer(call.list_roots())
+
     async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         """The session's ``logging_callback``: to the latest call's client, if one is running."""
         if not self._inflight:
@@ -57,3 +97,11 @@ class SessionRelay:
                          extra={"server": self.server})
             return
         await self._inflight[-1].log(params.level, params.data, params.logger)
+
+
+async def _answer(asked: Awaitable[T]) -> T | types.ErrorData:
+    """The client's answer, or its error passed back to the upstream."""
+    try:
+        return await asked
+    except MCPError as exc:
+        return exc.error

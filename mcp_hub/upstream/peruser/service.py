@@ -268,7 +268,10 @@ class PerUserServers:
         relay = self._relays[key] = SessionRelay(name)
         try:
             async with user_session(config, provider, init_seconds=config.connect_timeout,
-                                    logging_callback=relay.on_log) as session:
+                                    logging_callback=relay.on_log,
+                                    sampling_callback=relay.on_sampling,
+                                    elicitation_callback=relay.on_elicitation,
+                                    list_roots_callback=relay.on_list_roots) as session:
                 catalog = self.catalogs.get(name)
                 if catalog is not None and not catalog.listed:
                     catalog.update(await list_tools(session))

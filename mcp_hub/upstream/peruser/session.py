@@ -22,10 +22,11 @@ _MAX_PAGES = 100
 
 @asynccontextmanager
 async def user_session(config: ServerConfig, auth: httpx2.Auth, *,
-                       init_seconds: float, logging_callback: LoggingFnT | None = None
-                       ) -> AsyncIterator[ClientSession]:
+                       init_seconds: float, logging_callback: LoggingFnT | None = None,
+                       **callbacks: Any) -> AsyncIterator[ClientSession]:
     """An initialized session with ``config.url``; ``auth`` adds (and refreshes) the token;
-    the upstream's log messages go to ``logging_callback``."""
+    the upstream's log messages go to ``logging_callback``, and its requests to the
+    ``sampling_callback``, ``elicitation_callback`` and ``list_roots_callback`` given."""
     assert config.url is not None
     read_timeout = max(config.max_call_seconds, 300.0)
     async with AsyncExitStack() as stack:
@@ -43,7 +44,7 @@ async def user_session(config: ServerConfig, auth: httpx2.Auth, *,
                 streamable_http_client(config.url, http_client=client))
         read, write = streams[0], streams[1]
         session = await stack.enter_async_context(ClientSession(
-            read, write, logging_callback=logging_callback))
+            read, write, logging_callback=logging_callback, **callbacks))
         with anyio.fail_after(init_seconds):
             await session.initialize()
         yield session
