@@ -32,6 +32,7 @@ from mcp.types import URL_ELICITATION_REQUIRED, TextContent
 from mcp_hub.config import load_config
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.auth_support import AuthServer, oauth_server
+from tests.erastest import on_roots, on_sampling
 from tests.hubtest import HttpHub, http_hub, http_session
 from tests.oauth_parts import auth_server, hub_cli, protected_server
 
@@ -218,25 +219,15 @@ async def _questions_reach_the_caller(hub: HttpHub, headers: dict[str, str],
                                       browser: Browser) -> None:
     """A per-user upstream's sampling, form elicitation and roots requests reach the caller."""
 
-    async def sample(context: Any, params: types.CreateMessageRequestParams
-                     ) -> types.CreateMessageResult:
-        first = params.messages[0].content
-        asked = first.text if isinstance(first, types.TextContent) else "?"
-        return types.CreateMessageResult(role="assistant", model="m",
-                                         content=types.TextContent(text=f"re:{asked}"))
-
     async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         if isinstance(params, types.ElicitRequestURLParams):
             return await browser.elicit(context, params)
         return types.ElicitResult(action="accept", content={"name": "Alice"})
 
-    async def roots(context: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri="file:///work/alice", name="w")])
-
     async with http_session(hub.mcp_url, headers=headers, elicitation_callback=elicit,
-                            sampling_callback=sample, list_roots_callback=roots) as session:
+                            sampling_callback=on_sampling, list_roots_callback=on_roots) as session:
         result = await session.call_tool("p_ask", {"prompt": "hi"})
-    assert _text(result) == "model=re:hi name=Alice roots=['file:///work/alice']", _text(result)
+    assert _text(result) == "model=echo:hi name=Alice roots=['file:///tmp/one']", _text(result)
     # A client that cannot answer: the upstream gets an error, the call reports it.
     async with http_session(hub.mcp_url, headers=headers,
                             elicitation_callback=browser.elicit) as session:

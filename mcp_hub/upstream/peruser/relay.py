@@ -55,40 +55,37 @@ class SessionRelay:
         finally:
             self._inflight.remove(call)
 
-    def _latest(self, capable: Callable[[CallContext], bool]) -> CallContext | None:
-        for call in reversed(self._inflight):
-            if capable(call):
-                return call
-        return None
-
-    def _no_client(self, what: str, capability: str) -> types.ErrorData:
-        why = ("no call is in flight on this session" if not self._inflight
-               else f"the client of the call in flight does not support {capability}")
-        return types.ErrorData(code=types.INVALID_REQUEST,
-                               message=f"mcp-hub cannot relay {what}: {why}")
+    async def _relay(self, what: str, capability: str, capable: Callable[[CallContext], bool],
+                     ask: Callable[[CallContext], Awaitable[T]]) -> T | types.ErrorData:
+        """``ask`` the client of the latest call that is ``capable``; its error goes back
+        to the upstream, as does the absence of such a call."""
+        call = next((c for c in reversed(self._inflight) if capable(c)), None)
+        if call is None:
+            why = ("no call is in flight on this session" if not self._inflight
+                   else f"the client of the call in flight does not support {capability}")
+            return types.ErrorData(code=types.INVALID_REQUEST,
+                                   message=f"mcp-hub cannot relay {what}: {why}")
+        try:
+            return await ask(call)
+        except MCPError as exc:
+            return exc.error
 
     async def on_sampling(self, context: Any, params: types.CreateMessageRequestParams
                           ) -> types.CreateMessageResult | types.ErrorData:
-        """The session's ``sampling_callback``: asked of the client of the latest call."""
-        call = self._latest(lambda c: c.can_sample)
-        if call is None:
-            return self._no_client("sampling/createMessage", "sampling")
-        return await _answer(call.create_message(params))
+        """The session's ``sampling_callback``."""
+        return await self._relay("sampling/createMessage", "sampling", lambda c: c.can_sample,
+                                 lambda c: c.create_message(params))
 
     async def on_elicitation(self, context: Any, params: types.ElicitRequestParams
                              ) -> types.ElicitResult | types.ErrorData:
         """The session's ``elicitation_callback``."""
-        call = self._latest(lambda c: c.can_elicit)
-        if call is None:
-            return self._no_client("elicitation/create", "elicitation")
-        return await _answer(call.elicit(params))
+        return await self._relay("elicitation/create", "elicitation", lambda c: c.can_elicit,
+                                 lambda c: c.elicit(params))
 
     async def on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
         """The session's ``list_roots_callback``."""
-        call = self._latest(lambda c: c.can_list_roots)
-        if call is None:
-            return self._no_client("roots/list", "roots")
-        return await _answer(call.list_roots())
+        return await self._relay("roots/list", "roots", lambda c: c.can_list_roots,
+                                 lambda c: c.list_roots())
 
     async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         """The session's ``logging_callback``: to the latest call's client, if one is running."""
@@ -98,10 +95,3 @@ class SessionRelay:
             return
         await self._inflight[-1].log(params.level, params.data, params.logger)
 
-
-async def _answer(asked: Awaitable[T]) -> T | types.ErrorData:
-    """The client's answer, or its error passed back to the upstream."""
-    try:
-        return await asked
-    except MCPError as exc:
-        return exc.error
