@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp.types as types
@@ -26,7 +26,7 @@ from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
 from mcp_hub.upstream.list_hints import ListHint
-from mcp_hub.upstream.listening import WatchedUris
+from mcp_hub.upstream.listening import Kind, WatchedUris
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import TransportProbe
 
@@ -38,7 +38,6 @@ __all__ = ["ConnectionHooks", "ConnectionState", "Kind", "ToolRecord"]
 
 logger = logging.getLogger("mcp_hub.upstream")
 
-Kind = Literal["tools", "prompts", "resources"]
 
 BACKOFF_INITIAL = 1.0
 BACKOFF_MAX = 60.0
@@ -121,7 +120,6 @@ class ConnectionState:
         #: Subscribed resource URIs: ``resources/subscribe`` on a handshake session, the
         #: listen stream's filter on a 2026-07-28 one (mcp_hub.upstream.listening).
         self.watched = WatchedUris()
-        self.subscriptions: set[str] = self.watched.uris
 
         #: Set once the first attempt has finished (ready, parked or failed).
         self.first_done = anyio.Event()

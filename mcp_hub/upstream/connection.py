@@ -245,7 +245,7 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 params=types.SetLevelRequestParams(level=level)))
         if is_modern(session):
             return  # its listen stream carries the subscriptions
-        for uri in sorted(self.subscriptions):
+        for uri in sorted(self.watched.uris):
             await self._quiet(session, types.SubscribeRequest(
                 params=types.SubscribeRequestParams(uri=uri)))
 

@@ -58,7 +58,6 @@ __all__ = [
 ]
 
 Protocol = Literal["auto", "2025", "2026"]
-Kind = Literal["tools", "prompts", "resources"]
 #: Rounds one upstream call may take before the hub gives up on it.
 MAX_UPSTREAM_ROUNDS = 10
 logger = logging.getLogger("mcp_hub.upstream")
