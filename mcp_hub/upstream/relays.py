@@ -10,6 +10,7 @@ capability. With none, the upstream gets an error response saying so.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -24,7 +25,9 @@ from mcp_hub.upstream.calls import _Call, _current_call
 from mcp_hub.upstream.conn_state import ConnectionState
 from mcp_hub.upstream.failures import error_text
 
-__all__ = ["RelaysMixin"]
+__all__ = ["RelaysMixin", "cannot_relay", "relayed"]
+
+Log = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
 RelayT = TypeVar("RelayT")
 
@@ -49,23 +52,13 @@ class RelaysMixin(ConnectionState):
             why = "no downstream call is in flight on this server"
         else:
             why = f"no downstream client with a call in flight supports {capability}"
-        return types.ErrorData(code=types.INVALID_REQUEST,
-                               message=f"mcp-hub cannot relay {what}: {why}")
+        return cannot_relay(what, why)
 
     async def _relay(
         self, record: _Call, what: str, fn: Callable[[], Awaitable[RelayT]]
     ) -> RelayT | types.ErrorData:
         with record.paused(), relay_span(record.call, what):
-            try:
-                return await fn()
-            except MCPError as exc:
-                return exc.error
-            except Exception as exc:
-                self.log.warning("upstream %s: relaying %s failed: %s", self.name, what,
-                               error_text(exc))
-                return types.ErrorData(code=types.INTERNAL_ERROR,
-                                       message=f"mcp-hub could not relay {what}: "
-                                       f"{error_text(exc)}")
+            return await relayed(self.log, self.name, what, fn())
 
     async def _on_sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
@@ -121,3 +114,24 @@ class RelaysMixin(ConnectionState):
               and self.hooks.resource_updated is not None):
             # A 2025 session's notification, or a frame of a 2026-07-28 listen stream.
             await self.hooks.resource_updated(str(message.params.uri))
+
+
+def cannot_relay(what: str, why: str) -> types.ErrorData:
+    """The error an upstream gets when no downstream client can answer its request."""
+    return types.ErrorData(code=types.INVALID_REQUEST,
+                           message=f"mcp-hub cannot relay {what}: {why}")
+
+
+async def relayed(log: Log, server: str, what: str, asked: Awaitable[RelayT]
+                  ) -> RelayT | types.ErrorData:
+    """The downstream client's answer to an upstream's request, or the error to send back
+    to the upstream (the client's own error, or why the relay failed)."""
+    try:
+        return await asked
+    except MCPError as exc:
+        return exc.error
+    except Exception as exc:
+        log.warning("upstream %s: relaying %s failed: %s", server, what, error_text(exc))
+        return types.ErrorData(code=types.INTERNAL_ERROR,
+                               message=f"mcp-hub could not relay {what}: {error_text(exc)}")
+

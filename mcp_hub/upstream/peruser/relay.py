@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 import mcp.types as types
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
 
 from mcp_hub.context import CallContext
 from mcp_hub.upstream.relay_order import RelayBarrier
+from mcp_hub.upstream.relays import cannot_relay, relayed
 
 __all__ = ["SessionRelay"]
 
@@ -61,14 +61,9 @@ class SessionRelay:
         to the upstream, as does the absence of such a call."""
         call = next((c for c in reversed(self._inflight) if capable(c)), None)
         if call is None:
-            why = ("no call is in flight on this session" if not self._inflight
-                   else f"the client of the call in flight does not support {capability}")
-            return types.ErrorData(code=types.INVALID_REQUEST,
-                                   message=f"mcp-hub cannot relay {what}: {why}")
-        try:
-            return await ask(call)
-        except MCPError as exc:
-            return exc.error
+            return cannot_relay(what, "no call is in flight on this session" if not self._inflight
+                                else f"the client of the call in flight does not support {capability}")
+        return await relayed(logger, self.server, what, ask(call))
 
     async def on_sampling(self, context: Any, params: types.CreateMessageRequestParams
                           ) -> types.CreateMessageResult | types.ErrorData:
