@@ -10,15 +10,19 @@ captured catalogs of 59 published servers) and the echo upstream, with
 ``tool_search`` off so every tool is listed. Raw clients only (``bench/raw_http.py``
 over HTTP, JSON lines over stdio). Measured, side by side in one run:
 
-* ``tools/list`` latency over HTTP from prepared bytes (the fast path) and through
-  the SDK path (the same request with a leading space, which the fast path leaves
-  to the SDK), and over stdio; answer size per tool;
+* ``tools/list`` latency over HTTP from prepared bytes (the fast path), gzip-encoded
+  (``Accept-Encoding: gzip``, as httpx and fetch send it; the client decodes each
+  answer) and uncompressed, and through the SDK path (the same request with a
+  leading space, which the fast path leaves to the SDK), and over stdio; answer
+  size per tool, and on the wire;
 * another client's ``echo`` call p99 while one client lists in a loop, against
-  its quiet p99 (for the fast path and for the SDK path); that client is
-  ``bench/list_caller.py`` in a process of its own, so the listers' reading of
-  megabytes of answers does not delay its calls on the client side;
+  its quiet p99 (for the fast path with and without gzip, and for the SDK path);
+  that client is ``bench/list_caller.py`` in a process of its own, so the
+  listers' reading of megabytes of answers does not delay its calls on the
+  client side;
 * 20 sessions re-listing at once right after an upstream change (``add_tool`` on
-  the echo server): all answered with the new tool, and the calls meanwhile.
+  the echo server), asking for gzip as real clients do: all answered with the new
+  tool, and the calls meanwhile.
 
 Loopback only; every loop is bounded in count and time.
 """
@@ -27,11 +31,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +70,19 @@ def ms(sample: Sample, q: float) -> float:
     return percentile(sorted(sample.latencies), q) * 1e3
 
 
-async def timed_lists(session: RawSession, n: int, sample: Sample, *, lead: bytes = b"") -> int:
-    size = 0
+async def timed_lists(session: RawSession, n: int, sample: Sample, *, lead: bytes = b"") -> tuple[int, int]:
+    """``n`` lists one after another; the size of the last answer, decoded and on the wire."""
+    size = wire = 0
     for _ in range(n):
         body = lead + session.body("tools/list")
         started = time.perf_counter()
-        status, _, data = await session.conns[0].post(session.path, body, session._headers())
+        status, headers, data = await session.conns[0].post(session.path, body, session._headers())
         sample.latencies.append(time.perf_counter() - started)
         if status != 200 or b'"result"' not in data:
             sample.errors += 1
         size = len(data)
-    return size
+        wire = int(headers.get(b"content-length", str(size).encode()))
+    return size, wire
 
 
 async def lister_loop(session: RawSession, until: float, lead: bytes, counter: list[int]) -> None:
@@ -123,6 +131,25 @@ class CallerProc:
         sample.latencies.extend(json.loads(await self._line()))
 
 
+#: ``--idle-load``: the load this process makes (the listers) runs at ``SCHED_IDLE``.
+IDLE_LOAD = [False]
+
+
+@contextlib.contextmanager
+def load_priority() -> Iterator[None]:
+    """With ``--idle-load``, this thread runs at ``SCHED_IDLE`` meanwhile: the listers then
+    use only CPU that the hub, its upstreams and the measured client leave idle, as clients
+    on machines of their own would, instead of taking one of this machine's two cores."""
+    if not IDLE_LOAD[0]:
+        yield
+        return
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
 async def calls_while(caller: CallerProc, seconds: float, sample: Sample,
                       lister: RawSession | None = None, lead: bytes = b"", label: str = "") -> int:
     counter = [0]
@@ -132,7 +159,8 @@ async def calls_while(caller: CallerProc, seconds: float, sample: Sample,
     await caller.start()
     until = time.perf_counter() + seconds
     if lister is not None:
-        await lister_loop(lister, until, lead, counter)
+        with load_priority():
+            await lister_loop(lister, until, lead, counter)
     else:
         await asyncio.sleep(seconds)
     await caller.stop(sample)
@@ -211,7 +239,8 @@ async def burst(sessions: list[RawSession], changer: RawSession, caller: CallerP
     began = time.time()
     await caller.start()
     cpu, started = cpu_seconds(PIDS[changer.conns[0].port], children=False), time.perf_counter()
-    answers = await asyncio.gather(*(one(s) for s in sessions), return_exceptions=True)
+    with load_priority():
+        answers = await asyncio.gather(*(one(s) for s in sessions), return_exceptions=True)
     spent[0] += time.perf_counter() - started
     spent[1] += cpu_seconds(PIDS[changer.conns[0].port], children=False) - cpu
     await caller.stop(sample)
@@ -220,46 +249,58 @@ async def burst(sessions: list[RawSession], changer: RawSession, caller: CallerP
     return len(ok), all(f"echo_{name}".encode() in a for a in ok)
 
 
-async def list_latencies(lister: RawSession, pid: int, n: int) -> tuple[list[list[str]], str]:
-    """tools/list from prepared bytes vs through the SDK path, alternating; latency and hub CPU."""
-    fast, sdk = Sample(), Sample()
-    size = 0
-    for _ in range(3):  # alternate, so the machine's load favours neither
+async def list_latencies(lister: RawSession, zipper: RawSession, pid: int, n: int
+                         ) -> tuple[list[list[str]], str]:
+    """tools/list from prepared bytes (gzip and not) vs through the SDK path, alternating;
+    latency and hub CPU."""
+    fast, packed, sdk = Sample(), Sample(), Sample()
+    size = wire = 0
+    for _ in range(3):  # alternate, so the machine's load favours none
         before = cpu_seconds(pid, children=False)
-        size = await timed_lists(lister, n // 3, fast)
+        size, _ = await timed_lists(lister, n // 3, fast)
         fast.cpu += cpu_seconds(pid, children=False) - before
+        before = cpu_seconds(pid, children=False)
+        _, wire = await timed_lists(zipper, n // 3, packed)
+        packed.cpu += cpu_seconds(pid, children=False) - before
         before = cpu_seconds(pid, children=False)
         await timed_lists(lister, n // 3, sdk, lead=b" ")
         sdk.cpu += cpu_seconds(pid, children=False) - before
     listed = json.loads((await lister.request(0, "tools/list")).decode())["result"]["tools"]
-    rows = [["HTTP, prepared bytes (fast path)", fmt_ms(ms(fast, 50)), fmt_ms(ms(fast, 99)),
-             f"{fast.cpu / len(fast.latencies) * 1e3:.2f}"],
-            ["HTTP, SDK path", fmt_ms(ms(sdk, 50)), fmt_ms(ms(sdk, 99)),
-             f"{sdk.cpu / len(sdk.latencies) * 1e3:.2f}"]]
-    return rows, f"tools listed: {len(listed)}; answer {size} bytes, {size / len(listed):.0f} B per tool"
+    rows = [[f"HTTP, {label}", fmt_ms(ms(sample, 50)), fmt_ms(ms(sample, 99)),
+             f"{sample.cpu / len(sample.latencies) * 1e3:.2f}"]
+            for label, sample in (("prepared bytes, gzip (fast path; decoded by the client)", packed),
+                                  ("prepared bytes, uncompressed (fast path)", fast),
+                                  ("SDK path", sdk))]
+    return rows, (f"tools listed: {len(listed)}; answer {size} bytes, {size / len(listed):.0f} B per tool; "
+                  f"gzip-encoded {wire} bytes, {wire / len(listed):.0f} B per tool ({size / wire:.1f}× smaller)")
 
 
 async def http_phases(args: argparse.Namespace, port: int, n: int, out: list[str]) -> dict[str, Any]:
     """Every HTTP measurement against the running hub; the samples by name."""
     lister, changer = (RawSession("127.0.0.1", port) for _ in range(2))
-    for s in (lister, changer):
+    zipper = RawSession("127.0.0.1", port, gzip=True)
+    for s in (lister, changer, zipper):
         await s.open()
     await timed_lists(lister, 3, Sample())
+    await timed_lists(zipper, 3, Sample())
     await timed_lists(lister, 3, Sample(), lead=b" ")
     r: dict[str, Any] = {}
-    r["rows"], sized = await list_latencies(lister, PIDS[port], n)
+    r["rows"], sized = await list_latencies(lister, zipper, PIDS[port], n)
     out.append(sized)
     seconds = 4 * args.scale
-    for name in ("quiet", "busy_fast", "quiet2", "busy_sdk", "bursts", "calm"):
+    for name in ("quiet", "busy_gzip", "quiet1", "busy_fast", "quiet2", "busy_sdk", "bursts", "calm"):
         r[name] = Sample()
     async with CallerProc(port, "echo_echo") as caller:
         await calls_while(caller, seconds, r["quiet"], label="quiet")
+        r["lists_gzip"] = await calls_while(caller, seconds, r["busy_gzip"], zipper,
+                                            label="a client lists in a loop (fast path, gzip)")
+        await calls_while(caller, seconds, r["quiet1"], label="quiet")
         r["lists_fast"] = await calls_while(caller, seconds, r["busy_fast"], lister,
-                                            label="a client lists in a loop (fast path)")
+                                            label="a client lists in a loop (fast path, uncompressed)")
         await calls_while(caller, seconds, r["quiet2"], label="quiet")
         r["lists_sdk"] = await calls_while(caller, seconds, r["busy_sdk"], lister, b" ",
                                            label="a client lists in a loop (SDK path)")
-        sessions = [RawSession("127.0.0.1", port) for _ in range(20)]
+        sessions = [RawSession("127.0.0.1", port, gzip=not args.no_gzip_bursts) for _ in range(20)]
         for s in sessions:
             await s.open()
         r["answered"], r["fresh"], r["spent"] = 0, True, [0.0, 0.0]
@@ -360,17 +401,21 @@ async def run(args: argparse.Namespace) -> list[str]:
 
 
 def calls_table(args: argparse.Namespace, r: dict[str, Any]) -> str:
-    quiet, quiet2, calm, bursts = r["quiet"], r["quiet2"], r["calm"], r["bursts"]
-    busy_fast, busy_sdk = r["busy_fast"], r["busy_sdk"]
+    quiet, quiet1, quiet2, calm, bursts = r["quiet"], r["quiet1"], r["quiet2"], r["calm"], r["bursts"]
+    busy_gzip, busy_fast, busy_sdk = r["busy_gzip"], r["busy_fast"], r["busy_sdk"]
     calls_rows = [
         ["quiet", fmt_ms(ms(quiet, 50)), fmt_ms(ms(quiet, 99)), "1.00×", "—"],
-        ["a client lists in a loop (fast path)", fmt_ms(ms(busy_fast, 50)), fmt_ms(ms(busy_fast, 99)),
-         f"{ms(busy_fast, 99) / ms(quiet, 99):.2f}×", str(r["lists_fast"])],
+        ["a client lists in a loop (fast path, gzip)", fmt_ms(ms(busy_gzip, 50)),
+         fmt_ms(ms(busy_gzip, 99)), f"{ms(busy_gzip, 99) / ms(quiet, 99):.2f}×", str(r["lists_gzip"])],
+        ["quiet again", fmt_ms(ms(quiet1, 50)), fmt_ms(ms(quiet1, 99)), "—", "—"],
+        ["a client lists in a loop (fast path, uncompressed)", fmt_ms(ms(busy_fast, 50)),
+         fmt_ms(ms(busy_fast, 99)), f"{ms(busy_fast, 99) / ms(quiet1, 99):.2f}×", str(r["lists_fast"])],
         ["quiet again", fmt_ms(ms(quiet2, 50)), fmt_ms(ms(quiet2, 99)), "—", "—"],
         ["a client lists in a loop (SDK path)", fmt_ms(ms(busy_sdk, 50)), fmt_ms(ms(busy_sdk, 99)),
          f"{ms(busy_sdk, 99) / ms(quiet2, 99):.2f}×", str(r["lists_sdk"])],
         ["calls between bursts", fmt_ms(ms(calm, 50)), fmt_ms(ms(calm, 99)), "1.00×", "—"],
-        [f"calls during {args.bursts} bursts of 20 re-lists after a change", fmt_ms(ms(bursts, 50)),
+        [f"calls during {args.bursts} bursts of 20 re-lists after a change"
+         f"{' (uncompressed)' if args.no_gzip_bursts else ' (gzip)'}", fmt_ms(ms(bursts, 50)),
          fmt_ms(ms(bursts, 99)), f"{ms(bursts, 99) / ms(calm, 99):.2f}×", str(r["answered"])],
     ]
     return markdown_table(["another client's echo calls (own process)", "p50 ms", "p99 ms",
@@ -381,7 +426,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies counts and durations")
     parser.add_argument("--bursts", type=int, default=5)
+    parser.add_argument("--no-gzip-bursts", action="store_true",
+                        help="the 20 re-listing sessions do not ask for gzip")
+    parser.add_argument("--idle-load", action="store_true",
+                        help="the listers run at SCHED_IDLE (Linux), as if on machines of their own")
     args = parser.parse_args(argv)
+    IDLE_LOAD[0] = args.idle_load
     load = os.getloadavg()
     started = time.strftime("%H:%M:%S", time.gmtime())
     lines = asyncio.run(run(args))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,8 @@ class RawConnection:
             data = await self._chunked()
         else:
             data = b""
+        if parsed.get(b"content-encoding", b"").lower() == b"gzip":
+            data = zlib.decompress(data, zlib.MAX_WBITS | 16)  # decoded, as httpx and fetch do
         return status, parsed, data
 
     async def _chunked(self) -> bytes:
@@ -87,8 +90,11 @@ class Sample:
 class RawSession:
     """One MCP session (``initialize`` + ``notifications/initialized``) over ``width`` connections."""
 
-    def __init__(self, host: str, port: int, path: str = "/mcp", width: int = 1) -> None:
+    def __init__(self, host: str, port: int, path: str = "/mcp", width: int = 1,
+                 gzip: bool = False) -> None:
         self.path = path
+        #: Ask for gzip (``Accept-Encoding: gzip``, as httpx and fetch do); answers are decoded.
+        self.gzip = gzip
         self.conns = [RawConnection(host, port) for _ in range(width)]
         self.sid = b""
         self._ids = 0
@@ -107,7 +113,8 @@ class RawSession:
                                  self._headers())
 
     def _headers(self) -> bytes:
-        return b"Mcp-Session-Id: " + self.sid + b"\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+        head = b"Mcp-Session-Id: " + self.sid + b"\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+        return head + b"Accept-Encoding: gzip\r\n" if self.gzip else head
 
     async def close(self) -> None:
         for conn in self.conns:

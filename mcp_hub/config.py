@@ -106,6 +106,8 @@ class HttpConfig(_Model):
     keep_alive_timeout: float = Field(default=5.0, gt=0)
     #: Open connections per client address that have not yet passed the guards (503 beyond).
     max_connections_per_ip: int = Field(default=64, ge=1)
+    #: Lists answered from prepared bytes go gzip-compressed to clients that accept gzip.
+    compress_lists: bool = True
 
     @field_validator("auth_tokens")
     @classmethod

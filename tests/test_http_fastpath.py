@@ -104,7 +104,7 @@ async def test_plain_requests_answer_json_and_equal_the_sdk_bytes(raw: RawSessio
             assert slow.headers["content-type"].startswith("text/event-stream"), method
             assert [fast.text] == [d for d in sse_data(slow.text) if '"result"' in d], method
         ping = await raw.request("ping")
-    assert ping.headers["content-type"] == "application/json"
+    assert ping.headers["content-type"] == "application/json", (ping.status_code, ping.text)
     assert ping.json() == {"jsonrpc": "2.0", "id": raw._ids, "result": {}}
 
 

@@ -191,8 +191,9 @@ async def test_a_large_list_over_http_has_the_sdk_bytes_when_sent_in_pieces(tmp_
     config = write_config(tmp_path, "\n".join([
         '[tool_search]', 'mode = "off"', '', '[servers.cat]', f"command = {json.dumps(PY)}",
         f"args = {json.dumps(catalog)}", f"cwd = {json.dumps(str(ROOT))}", ""]))
+    # Uncompressed, so the answer is the one written in pieces (tests/test_list_gzip.py: gzip).
     async with http_hub(config, tmp_path, timeout=60) as hub, \
-            httpx2.AsyncClient(timeout=30) as client:
+            httpx2.AsyncClient(timeout=30, headers={"accept-encoding": "identity"}) as client:
         raw = RawSession(client, hub.mcp_url)
         with anyio.fail_after(60):
             await raw.open()

@@ -35,14 +35,16 @@ logger = logging.getLogger(__name__)
 
 _REQUEST_TIMEOUT = 600.0
 _JSON_HEADERS = [(b"content-type", b"application/json")]
+_GZIP_HEADERS = [(b"content-encoding", b"gzip"), (b"vary", b"accept-encoding")]
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform"),
                 (b"x-accel-buffering", b"no")]
 
 
-async def send_json(send: Send, sid: str, body: bytes) -> None:
+async def send_json(send: Send, sid: str, body: bytes, gzipped: bool = False) -> None:
+    """A 200 with a JSON body (``gzipped``: the body is its gzip encoding)."""
     await send({"type": "http.response.start", "status": 200, "headers": [
         *_JSON_HEADERS, (b"content-length", str(len(body)).encode()),
-        (b"mcp-session-id", sid.encode("latin-1"))]})
+        (b"mcp-session-id", sid.encode("latin-1")), *(_GZIP_HEADERS if gzipped else ())]})
     await send({"type": "http.response.body", "body": body})
 
 

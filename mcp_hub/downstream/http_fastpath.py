@@ -57,6 +57,7 @@ from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.disconnects import watch_disconnect
 from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.fastpath import _Pending
+from mcp_hub.downstream.gzip_answer import accepts_gzip, gzip_answer
 from mcp_hub.downstream.http_fast_channel import HttpChannel, send_accepted, send_json
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.jsonrpc import is_request_id
@@ -69,6 +70,8 @@ __all__ = ["FastSession", "HttpFastPath", "freeze_startup_heap", "live_session"]
 logger = logging.getLogger(__name__)
 
 _HANDSHAKE = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
+#: Smaller list answers go uncompressed: gzip would save little and add a thread hop.
+GZIP_MIN_BYTES = 16 * 1024
 
 
 @dataclass(slots=True)
@@ -220,19 +223,26 @@ class HttpFastPath:
             touch.touch(session.sid)
         with _holding(session.transport):
             if method == "ping":
-                body = b'{"jsonrpc":"2.0","id":' + _encode_id(rid) + b',"result":{}}'
+                body, gzipped = b'{"jsonrpc":"2.0","id":' + _encode_id(rid) + b',"result":{}}', False
             else:
                 cursor = (params or {}).get("cursor")
                 if cursor is not None and not isinstance(cursor, str):
                     return False
-                body = await self._list(method, session, endpoint[1], rid, cursor,
-                                        (params or {}).get("_meta"), headers)
+                body, gzipped = await self._list(method, session, endpoint[1], rid, cursor,
+                                                 (params or {}).get("_meta"), headers)
             self.served[method] = self.served.get(method, 0) + 1
-            await send_json(paced(send), session.sid, body)  # a large list in pieces
+            await send_json(paced(send), session.sid, body, gzipped)  # a large list in pieces
         return True
 
     async def _list(self, method: str, session: FastSession, caller: Caller, rid: Any,
-                    cursor: str | None, meta: Any = None, headers: Any = None) -> bytes:
+                    cursor: str | None, meta: Any = None, headers: Any = None
+                    ) -> tuple[bytes, bool]:
+        """The answer of one list request, and whether it is gzip-encoded.
+
+        A result of ``GZIP_MIN_BYTES`` or more goes gzip-encoded to a client that
+        accepts gzip (``[hub.http] compress_lists``), built around the result's
+        deflated bytes, which are made once per preparation (:mod:`.gzip_answer`).
+        """
         try:
             with self.hub.telemetry.request(  # its span (mcp_hub.telemetry)
                     method, None, request_id=rid, meta=meta, headers=headers, transport="tcp",
@@ -241,8 +251,12 @@ class HttpFastPath:
                                                  cursor)
         except MCPError as exc:
             return encode_message({"jsonrpc": "2.0", "id": rid, "error": exc.error.model_dump(
-                by_alias=True, mode="json", exclude_none=True)})
-        return b"".join((b'{"jsonrpc":"2.0","id":', _encode_id(rid), b',"result":', result, b"}"))
+                by_alias=True, mode="json", exclude_none=True)}), False
+        prefix = b'{"jsonrpc":"2.0","id":' + _encode_id(rid) + b',"result":'
+        if (len(result) >= GZIP_MIN_BYTES and self.hub.config.hub.http.compress_lists
+                and headers and accepts_gzip(headers)):
+            return gzip_answer(prefix, await self.lists.deflated(result), b"}"), True
+        return b"".join((prefix, result, b"}")), False
 
     async def _answer(self, session: FastSession, rid: Any, raw: dict[str, Any], send: Send) -> bool:
         """A client's answer to a request the fast path sent: 202, and the call goes on."""

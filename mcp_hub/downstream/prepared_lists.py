@@ -40,12 +40,14 @@ from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import mcp_types.methods as _methods
 import pydantic_core
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from mcp_hub.access import Caller
+from mcp_hub.downstream.gzip_answer import Deflated, deflate_result
 from mcp_hub.downstream.list_fragments import Fragments, Slicer
 from mcp_hub.list_freshness import ListHintValue, list_hint
 
@@ -94,6 +96,11 @@ class PreparedLists:
         self.slices = 0
         self.fragments = Fragments()
         self._pace = anyio.Lock()
+        #: Deflated pages by the identity of their bytes (the bytes are kept, so the id is theirs).
+        self._deflated: OrderedDict[int, tuple[bytes, Deflated]] = OrderedDict()
+        self._deflating: dict[int, anyio.Event] = {}
+        #: How many pages were deflated (a burst of gzip lists of one page counts once).
+        self.deflations = 0
 
     def hint(self, kind: ListKind, caller: Caller) -> ListHintValue:
         """The ``ttlMs``/``cacheScope`` of this list now (changes make the prepared bytes stale)."""
@@ -144,6 +151,30 @@ class PreparedLists:
         async with self._pace:
             await anyio.lowlevel.checkpoint()
         return page
+
+    async def deflated(self, page: bytes) -> Deflated:
+        """``page`` deflated for gzip answers (:mod:`.gzip_answer`): once per prepared page,
+        in a worker thread, however many clients ask for it meanwhile."""
+        key = id(page)
+        while True:
+            held = self._deflated.get(key)
+            if held is not None and held[0] is page:
+                return held[1]
+            deflating = self._deflating.get(key)
+            if deflating is None:
+                break
+            await deflating.wait()
+        done = self._deflating[key] = anyio.Event()
+        try:
+            deflated = await anyio.to_thread.run_sync(deflate_result, page)
+            self.deflations += 1
+            self._deflated[key] = (page, deflated)
+            while len(self._deflated) > _MAX_ENTRIES:
+                self._deflated.popitem(last=False)
+            return deflated
+        finally:
+            del self._deflating[key]
+            done.set()
 
     def cached(self, kind: ListKind, caller: Caller, version: str) -> bool:
         """Whether the next list of this key is answered without a preparation."""
