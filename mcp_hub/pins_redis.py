@@ -103,8 +103,7 @@ class RedisPinStore(PinStore):
         return _State({str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)})
 
     def _write(self, state: _State) -> None:
-        text = json.dumps({"version": _FORMAT_VERSION, "servers": state.servers},
-                          sort_keys=True, ensure_ascii=False)
+        text = b"".join(self._dump(state))
         try:
             with self._client.pipeline(transaction=True) as pipe:
                 pipe.set(self._data_key, text)

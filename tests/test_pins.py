@@ -341,3 +341,29 @@ def test_a_serving_hub_parses_the_pin_file_again_only_when_another_process_chang
     servers = json.loads(path.read_text())["servers"]
     assert set(servers) == {"calc", "web"}  # ... and kept
     assert "late" in servers["calc"]
+
+
+def test_the_file_has_one_sorted_line_per_tool_and_only_a_changed_tool_line_changes(
+        tmp_path: Path) -> None:
+    path = tmp_path / "pins.json"
+    store = PinStore(path)
+    store.check_many("beta", {"b": tool("B."), "a": tool("A.")})
+    store.check_many("alpha", {"z": tool("Z. ünïcode")})
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert data["version"] == 1 and sorted(data["servers"]) == ["alpha", "beta"]
+    lines = text.splitlines()
+    tool_lines = [line for line in lines if line.startswith('   "')]
+    assert [line.split('"')[1] for line in tool_lines] == ["z", "a", "b"]  # sorted per server
+    assert "ünïcode" in text  # not escaped
+    for line in tool_lines:
+        record = json.loads("{" + line.rstrip(",") + "}")
+        assert set(next(iter(record.values()))) == {"fingerprint", "pinned_at", "tool"}
+    store.check_many("beta", {"b": tool("B, changed."), "a": tool("A.")})
+    after = path.read_text(encoding="utf-8").splitlines()
+    assert len(after) == len(lines)
+    differ = [i for i, (x, y) in enumerate(zip(lines, after, strict=True)) if x != y]
+    assert [lines[i].split('"')[1] for i in differ] == ["b"]
+    assert "changed" in json.loads(path.read_text())["servers"]["beta"]["b"]
+    # Another store reading the same file sees the same pins.
+    assert PinStore(path).diff("beta")[0].tool == "b"

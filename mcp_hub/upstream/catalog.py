@@ -11,6 +11,7 @@ import fnmatch
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import anyio.to_thread
 import mcp.types as types
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
@@ -93,8 +94,9 @@ class CatalogMixin(CallsMixin):
     async def _sync(self, session: ClientSession, kinds: set[Kind], *, initial: bool = False
                     ) -> None:
         if "tools" in kinds and self.supports("tools"):
-            tools = await self._list_all(session, "tools")
-            if self._apply_tools(tools):
+            new, raw_defs = self._tool_records(await self._list_all(session, "tools"))
+            blocked = await self._check_pins(raw_defs, new)
+            if self._apply_tools(new, blocked):
                 self.hooks.changed(self.name, "tools")
         if "prompts" in kinds and self.supports("prompts"):
             prompts = [_clean_prompt(p) for p in await self._list_all(session, "prompts")]
@@ -120,8 +122,9 @@ class CatalogMixin(CallsMixin):
             return False
         return not (exclude and _matches(raw, exclude))
 
-    def _apply_tools(self, tools: list[types.Tool]) -> bool:
-        """Diff the new listing against what is registered; (de)register only the difference."""
+    def _tool_records(self, tools: list[types.Tool]
+                      ) -> tuple[dict[str, ToolRecord], dict[str, dict[str, Any]]]:
+        """A listing's wanted tools as records, and the definitions as sent (for the pins)."""
         sep = self.settings.tool_name_separator
         max_len = self.settings.max_tool_name_length
         new: dict[str, ToolRecord] = {}
@@ -146,7 +149,10 @@ class CatalogMixin(CallsMixin):
             ann = tool.annotations
             new[raw] = ToolRecord(raw, name, schema,
                                   bool(ann is not None and ann.read_only_hint))
-        blocked = self._check_pins(raw_defs, new)
+        return new, raw_defs
+
+    def _apply_tools(self, new: dict[str, ToolRecord], blocked: dict[str, str]) -> bool:
+        """Diff the new listing against what is registered; (de)register only the difference."""
         for raw in blocked:
             del new[raw]
         old = self.tools
@@ -173,14 +179,20 @@ class CatalogMixin(CallsMixin):
                     len(new), len(changed), len(removed))
         return True
 
-    def _check_pins(self, raw_defs: dict[str, dict[str, Any]],
-                    records: dict[str, ToolRecord]) -> dict[str, str]:
-        """Check this listing against the pins; the blocked tools (raw → exposed name)."""
+    async def _check_pins(self, raw_defs: dict[str, dict[str, Any]],
+                          records: dict[str, ToolRecord]) -> dict[str, str]:
+        """Check this listing against the pins; the blocked tools (raw → exposed name).
+
+        In a worker thread: fingerprinting every tool and writing the pin file (an
+        ``fsync`` of the pins of the whole catalog, at every change of any upstream)
+        would otherwise hold the event loop, and every call in flight, for as long.
+        One connection syncs one listing at a time, so listings apply in order.
+        """
         pins = self.hooks.pins
         if pins is None or not raw_defs:
             return {}
         try:
-            verdicts = pins.check_many(self.name, raw_defs)
+            verdicts = await anyio.to_thread.run_sync(pins.check_many, self.name, raw_defs)
         except Exception as exc:  # a broken pin file must not take the server down
             self.log.error("upstream %s: tool pins not checked: %s", self.name, error_text(exc))
             return {}
