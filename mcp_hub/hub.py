@@ -411,6 +411,27 @@ class Hub(ServingMixin):
             self._tools_cache.popitem(last=False)
         return tools
 
+    async def list_tools_sliced(self, profile: Caller | str | None,
+                                pause: Callable[[], Awaitable[None]]) -> list[types.Tool]:
+        """:meth:`list_tools`, awaiting ``pause()`` between steps (its cache is shared): after
+        a change of a large catalog, building the list in one piece holds the loop for
+        milliseconds."""
+        caller = as_caller(profile)
+        key = (caller, self.registry.definitions.availability_key())
+        cached = self._tools_cache.get(key)
+        if cached is not None:
+            return cached
+        tools = []
+        for i, definition in enumerate(await self.tool_definitions_sliced(caller, pause)):
+            tools.append(self._tool_models.model(definition))
+            if i % 64 == 63:
+                await pause()
+        if self.registry.definitions.availability_key() == key[1]:  # unchanged meanwhile
+            self._tools_cache[key] = tools
+            while len(self._tools_cache) > 16:
+                self._tools_cache.popitem(last=False)
+        return tools
+
     def tool_definitions(self, profile: Caller | str | None = None) -> list[dict[str, Any]]:
         """The definitions ``tools/list`` shows this caller (the ``tool_search`` plan applied)."""
         return run_steps(definition_steps(self, as_caller(profile)))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import anyio
@@ -64,6 +64,8 @@ class SessionTracker:
         #: A digest of the tools a connection sees (set by the server); with it, a
         #: tools/list_changed goes only to connections whose visible tools changed.
         self.visible: Callable[[Connection], int] | None = None
+        #: Works out ``visible`` of a connection in slices of the loop beforehand (optional).
+        self.prepare_visible: Callable[[Connection], Awaitable[None]] | None = None
         #: A counter per kind, bumped the moment a change is reported (prepared lists key on it).
         self.generations: dict[str, int] = dict.fromkeys(_KINDS, 0)
         self._by_id: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
@@ -153,6 +155,12 @@ class SessionTracker:
         else:
             event = ResourcesListChanged()
         await self.bus.publish(event)
+        if kind == "tools" and self.prepare_visible is not None:
+            for conn in list(self._connections):  # one caller's digest is prepared once
+                try:
+                    await self.prepare_visible(conn)
+                except Exception:
+                    logger.debug("could not prepare the tools a connection sees", exc_info=True)
         for conn in list(self._connections):
             try:
                 if kind == "tools":

@@ -183,10 +183,16 @@ async def test_a_change_is_in_the_very_next_gzip_list_of_every_client(big_hub: s
             sids = [await _session(client, big_hub) for _ in range(8)]
             before = await _list(client, big_hub, sids[0], 1, "gzip")
             assert b"echo_fresh_tool" not in before.content
-            r = await client.post(big_hub, headers={**HEADERS, "mcp-session-id": sids[0]}, json={
-                "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "echo_add_tool", "arguments": {"name": "fresh_tool"}}})
-            assert r.status_code == 200 and '"isError":true' not in r.text, r.text
+            async with client.stream("GET", big_hub, headers={
+                    "accept": "text/event-stream", "mcp-session-id": sids[0]}) as stream:
+                assert stream.status_code == 200
+                r = await client.post(big_hub, headers={**HEADERS, "mcp-session-id": sids[0]}, json={
+                    "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "echo_add_tool", "arguments": {"name": "fresh_tool"}}})
+                assert r.status_code == 200 and '"isError":true' not in r.text, r.text
+                async for line in stream.aiter_lines():  # as a client re-lists: when told to
+                    if "notifications/tools/list_changed" in line:
+                        break
             answers: list[httpx2.Response] = []
 
             async def relist(sid: str) -> None:

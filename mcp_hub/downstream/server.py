@@ -208,6 +208,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     h = _Handlers(hub, caller)
     digest = ToolsDigest(hub)
     hub.sessions.visible = digest.of_connection
+    hub.sessions.prepare_visible = digest.prepare
     server = HubServer(
         hub.config.hub.name if profile is None else f"{hub.config.hub.name}/{profile}",
         version=hub.version,

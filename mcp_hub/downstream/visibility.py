@@ -25,6 +25,7 @@ from mcp.shared.subscriptions import ResourceUpdated, ServerEvent, ToolsListChan
 
 from mcp_hub.access import AccessControl, Caller, caller_of_state, remember_caller
 from mcp_hub.downstream.identity import caller_for
+from mcp_hub.downstream.list_fragments import Slicer
 from mcp_hub.errors import HubError
 
 __all__ = ["CallerBus", "CallerListen", "ResourceWatch", "ToolsDigest", "remember_caller"]
@@ -60,6 +61,19 @@ class ToolsDigest:
             while len(self._cache) > 256:
                 self._cache.popitem(last=False)
         return found
+
+    async def prepare(self, connection: Any) -> None:
+        """Work out the digest of ``connection``'s caller in slices of the event loop, so that
+        the next call (``list_changed`` going out after a change) finds it cached."""
+        hub = self._hub
+        caller = caller_of_state(getattr(connection, "state", None))
+        if (caller, hub.registry.generation, id(hub.config)) in self._cache:
+            return
+        slicer = Slicer()
+        for i, tool in enumerate(await hub.list_tools_sliced(caller, slicer.checkpoint)):
+            self._item(tool)
+            if i % 64 == 63:
+                await slicer.checkpoint()
 
     def _item(self, tool: types.Tool) -> int:
         """One tool's part of the digest; the Hub keeps an unchanged tool's model, so an
