@@ -130,6 +130,9 @@ class Hub(ServingMixin):
         self._stack: AsyncExitStack | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
+        #: tool_definitions_sliced's answers, and the ones being worked out.
+        self._defs_cache: OrderedDict[tuple[Any, ...], list[dict[str, Any]]] = OrderedDict()
+        self._defs_building: dict[tuple[Any, ...], anyio.Event] = {}
         self._tool_models = ToolModels()  # one Tool model per unchanged definition
         self._origins: tuple[int, dict[str, str], dict[str, str]] | None = None
         self._bridge_active: dict[Caller, bool] = {}
@@ -276,6 +279,7 @@ class Hub(ServingMixin):
         for bridge in self._bridges.values():
             bridge.settings = new.tool_search
         self._tools_cache.clear()
+        self._defs_cache.clear()
         self._catalog_cache.clear()
         await self.upstreams.apply_config(hub_connected(new))
         self.per_user.apply_config(new)
@@ -329,6 +333,7 @@ class Hub(ServingMixin):
     # ------------------------------------------------------------------ changes
     def _on_registry_change(self, generation: int) -> None:
         self._tools_cache.clear()
+        self._defs_cache.clear()
         self.sessions.changed("tools")
 
     def _on_upstream_change(self, kind: ChangeKind) -> None:
@@ -438,8 +443,34 @@ class Hub(ServingMixin):
 
     async def tool_definitions_sliced(self, profile: Caller | str | None,
                                       pause: Callable[[], Awaitable[None]]) -> list[dict[str, Any]]:
-        """:meth:`tool_definitions`, awaiting ``pause()`` between steps of a few dozen tools."""
-        return await run_steps_sliced(definition_steps(self, as_caller(profile)), pause)
+        """:meth:`tool_definitions`, awaiting ``pause()`` between steps of a few dozen tools.
+
+        Worked out once per (caller, registry state, config): after a change, the
+        list_changed digest and the prepared ``tools/list`` both need it, at the same
+        moment; the second waits for the first instead of doing it again. The
+        definitions are shared: callers read them, never change them.
+        """
+        caller = as_caller(profile)
+        while True:
+            key = (caller, self.registry.definitions.availability_key(), id(self.config))
+            cached = self._defs_cache.get(key)
+            if cached is not None:
+                return list(cached)
+            building = self._defs_building.get(key)
+            if building is None:
+                break
+            await building.wait()
+        done = self._defs_building[key] = anyio.Event()
+        try:
+            defs = await run_steps_sliced(definition_steps(self, caller), pause)
+            if (caller, self.registry.definitions.availability_key(), id(self.config)) == key:
+                self._defs_cache[key] = defs
+                while len(self._defs_cache) > 16:
+                    self._defs_cache.popitem(last=False)
+            return list(defs)
+        finally:
+            del self._defs_building[key]
+            done.set()
 
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
         defs = self._definitions(as_caller(profile))

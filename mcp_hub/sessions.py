@@ -154,14 +154,18 @@ class SessionTracker:
             event = PromptsListChanged()
         else:
             event = ResourcesListChanged()
-        await self.bus.publish(event)
         if kind == "tools" and self.prepare_visible is not None:
-            for conn in list(self._connections):  # one caller's digest is prepared once
+            # Before anyone compares digests (the bus's listeners too): one caller's digest
+            # is prepared once, in slices, and the comparisons below find it cached.
+            for conn in list(self._connections):
                 try:
                     await self.prepare_visible(conn)
                 except Exception:
                     logger.debug("could not prepare the tools a connection sees", exc_info=True)
-        for conn in list(self._connections):
+        await self.bus.publish(event)
+        for i, conn in enumerate(list(self._connections)):
+            if i % 8 == 7:  # a notification to each of many sessions: calls go in between
+                await anyio.lowlevel.checkpoint()
             try:
                 if kind == "tools":
                     if not self._tools_changed_for(conn):

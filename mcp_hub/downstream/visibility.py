@@ -54,26 +54,34 @@ class ToolsDigest:
         found = self._cache.get(key)
         if found is None:
             tools = hub.list_tools(caller)
-            found = hash(frozenset(self._item(t) for t in tools))
-            self._cache[key] = found
-            if len(self._items) > 2 * len(tools) + 256:  # forget tools that were replaced
-                self._items = {id(t): self._items[id(t)] for t in tools if id(t) in self._items}
-            while len(self._cache) > 256:
-                self._cache.popitem(last=False)
+            found = self._store(key, tools, [self._item(t) for t in tools])
         return found
 
     async def prepare(self, connection: Any) -> None:
         """Work out the digest of ``connection``'s caller in slices of the event loop, so that
-        the next call (``list_changed`` going out after a change) finds it cached."""
+        the comparisons after a change (``list_changed`` going out) find it cached."""
         hub = self._hub
-        caller = caller_of_state(getattr(connection, "state", None))
-        if (caller, hub.registry.generation, id(hub.config)) in self._cache:
+        key = (caller_of_state(getattr(connection, "state", None)), hub.registry.generation,
+               id(hub.config))
+        if key in self._cache:
             return
         slicer = Slicer()
-        for i, tool in enumerate(await hub.list_tools_sliced(caller, slicer.checkpoint)):
-            self._item(tool)
+        tools = await hub.list_tools_sliced(key[0], slicer.checkpoint)
+        items = []
+        for i, tool in enumerate(tools):
+            items.append(self._item(tool))
             if i % 64 == 63:
                 await slicer.checkpoint()
+        if key == (key[0], hub.registry.generation, id(hub.config)):  # unchanged meanwhile
+            self._store(key, tools, items)
+
+    def _store(self, key: tuple[Any, ...], tools: list[types.Tool], items: list[int]) -> int:
+        found = self._cache[key] = hash(frozenset(items))
+        if len(self._items) > 2 * len(tools) + 256:  # forget tools that were replaced
+            self._items = {id(t): self._items[id(t)] for t in tools if id(t) in self._items}
+        while len(self._cache) > 256:
+            self._cache.popitem(last=False)
+        return found
 
     def _item(self, tool: types.Tool) -> int:
         """One tool's part of the digest; the Hub keeps an unchanged tool's model, so an
