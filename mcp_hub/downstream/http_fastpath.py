@@ -35,8 +35,8 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,10 @@ __all__ = ["FastSession", "HttpFastPath", "freeze_startup_heap", "live_session"]
 logger = logging.getLogger(__name__)
 
 _HANDSHAKE = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
+#: Answers from this size on are written one at a time (:meth:`HttpFastPath._writing_turn`).
+TURN_BYTES = 64 * 1024
+#: The longest a large answer waits for its turn before it is written anyway.
+TURN_WAIT = 0.05
 #: Smaller list answers go uncompressed: gzip would save little and add a thread hop.
 GZIP_MIN_BYTES = 16 * 1024
 
@@ -178,6 +182,7 @@ class HttpFastPath:
         self.max_body = max_body
         self.lists = prepared_lists(hub)
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
+        self._turn = anyio.Lock()
         self.pending: dict[tuple[str, str], _Pending] = {}
         self._ids = itertools.count(1)
         #: Ids of the hub's requests to clients, unique across replicas: an answer that
@@ -231,8 +236,32 @@ class HttpFastPath:
                 body, gzipped = await self._list(method, session, endpoint[1], rid, cursor,
                                                  (params or {}).get("_meta"), headers)
             self.served[method] = self.served.get(method, 0) + 1
-            await send_json(paced(send), session.sid, body, gzipped)  # a large list in pieces
+            if len(body) < TURN_BYTES:
+                await send_json(send, session.sid, body, gzipped)
+            else:
+                async with self._writing_turn():  # a large list in pieces, one list at a time
+                    await send_json(paced(send), session.sid, body, gzipped)
         return True
+
+    @asynccontextmanager
+    async def _writing_turn(self) -> AsyncIterator[None]:
+        """One large answer is written at a time, waiting at most ``TURN_WAIT`` seconds.
+
+        Twenty clients re-listing at once after a ``list_changed`` would otherwise each
+        have a piece to write in every turn of the event loop, and a call that arrives
+        meanwhile waits for all twenty pieces at each of its steps. Taking turns, each
+        loop turn has one list's piece and the calls. The wait is bounded, so a client
+        that stops reading holds the others back by ``TURN_WAIT`` at most.
+        """
+        got = False
+        with anyio.move_on_after(TURN_WAIT):
+            await self._turn.acquire()
+            got = True
+        try:
+            yield
+        finally:
+            if got:
+                self._turn.release()
 
     async def _list(self, method: str, session: FastSession, caller: Caller, rid: Any,
                     cursor: str | None, meta: Any = None, headers: Any = None

@@ -40,7 +40,6 @@ from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
-import anyio.to_thread
 import mcp_types.methods as _methods
 import pydantic_core
 from mcp import types
@@ -50,6 +49,7 @@ from mcp_hub.access import Caller
 from mcp_hub.downstream.gzip_answer import Deflated, deflate_result
 from mcp_hub.downstream.list_fragments import Fragments, Slicer
 from mcp_hub.list_freshness import ListHintValue, list_hint
+from mcp_hub.low_priority import low_priority
 
 __all__ = ["LIST_METHODS", "ListKind", "PreparedLists", "prepared_lists"]
 
@@ -154,7 +154,8 @@ class PreparedLists:
 
     async def deflated(self, page: bytes) -> Deflated:
         """``page`` deflated for gzip answers (:mod:`.gzip_answer`): once per prepared page,
-        in a worker thread, however many clients ask for it meanwhile."""
+        in the low-priority background thread (:mod:`mcp_hub.low_priority`), however many
+        clients ask for it meanwhile."""
         key = id(page)
         while True:
             held = self._deflated.get(key)
@@ -166,7 +167,7 @@ class PreparedLists:
             await deflating.wait()
         done = self._deflating[key] = anyio.Event()
         try:
-            deflated = await anyio.to_thread.run_sync(deflate_result, page)
+            deflated = await low_priority().run(deflate_result, page)
             self.deflations += 1
             self._deflated[key] = (page, deflated)
             while len(self._deflated) > _MAX_ENTRIES:
