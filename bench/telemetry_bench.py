@@ -18,7 +18,8 @@ what telemetry costs the hub and nothing else:
   span, trace context into the upstream request's ``_meta``).
 
 The calls alternate between off and on in chunks, so machine load hits both
-alike. Each hub has its own echo upstream process (told apart by a
+alike. The benchmark runs on the event loop the hub serves on (uvloop;
+``--asyncio`` for asyncio's own). Each hub has its own echo upstream process (told apart by a
 ``BENCH_SIDE`` variable), so the upstream's share is measured too. The report
 gives, per call:
 
@@ -320,10 +321,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--receiver-thread", action="store_true",
                         help="run the OTLP receiver as a thread of this process, not a child process")
+    parser.add_argument("--asyncio", action="store_true",
+                        help="asyncio's own event loop instead of uvloop (which the hub serves on)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     gc.callbacks.append(_count_collection)
-    rows = anyio.run(run, args)
+    # The event loop the hub serves on (uvloop where installed), unless --asyncio.
+    rows = anyio.run(run, args, backend_options={"use_uvloop": not args.asyncio})
     load = os.getloadavg()
     print(f"# telemetry cost per call, in-process ({time.strftime('%Y-%m-%d %H:%M')}; "
           f"{os.cpu_count()} CPUs, load average {load[0]:.2f}; "
