@@ -29,6 +29,7 @@ from mcp_hub.downstream.gzip_answer import (
 )
 from mcp_hub.downstream.prepared_lists import PreparedLists
 from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, http_session, write_config
+from tests.system_services import require_binary
 
 pytestmark = pytest.mark.anyio
 
@@ -226,3 +227,35 @@ async def test_compress_lists_off(tmp_path: Path) -> None:
     assert r.status_code == 200
     assert "content-encoding" not in r.headers
     assert len(r.content) > 16 * 1024
+
+
+_NODE_FETCH = r"""
+const url = process.argv[1];
+const base = {"content-type": "application/json", "accept": "application/json, text/event-stream"};
+(async () => {
+  let r = await fetch(url, {method: "POST", headers: base, body: JSON.stringify({jsonrpc: "2.0",
+    id: 0, method: "initialize", params: {protocolVersion: "2025-11-25", capabilities: {},
+    clientInfo: {name: "node-fetch", version: "1"}}})});
+  const sid = r.headers.get("mcp-session-id");
+  await r.text();
+  const headers = {...base, "mcp-session-id": sid};
+  r = await fetch(url, {method: "POST", headers,
+    body: JSON.stringify({jsonrpc: "2.0", method: "notifications/initialized"})});
+  await r.text();
+  r = await fetch(url, {method: "POST", headers,
+    body: JSON.stringify({jsonrpc: "2.0", id: 1, method: "tools/list"})});
+  const body = await r.json();
+  console.log(JSON.stringify({encoding: r.headers.get("content-encoding"),
+                              tools: body.result.tools.length}));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+async def test_node_fetch_decodes_the_gzip_list(big_hub: str) -> None:
+    """The fetch of Node (what the TypeScript SDK's client uses) asks for gzip by itself."""
+    node = require_binary("node")
+    with anyio.fail_after(60):
+        done = await anyio.run_process([node, "-e", _NODE_FETCH, big_hub])
+    seen = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert seen["encoding"] == "gzip"
+    assert seen["tools"] >= 300
