@@ -426,12 +426,14 @@ class Hub(ServingMixin):
         cached = self._tools_cache.get(key)
         if cached is not None:
             return cached
+        config = self.config
         tools = []
         for i, definition in enumerate(await self.tool_definitions_sliced(caller, pause)):
             tools.append(self._tool_models.model(definition))
             if i % 64 == 63:
                 await pause()
-        if self.registry.definitions.availability_key() == key[1]:  # unchanged meanwhile
+        # Kept only if neither the registry nor the config changed meanwhile.
+        if self.registry.definitions.availability_key() == key[1] and self.config is config:
             self._tools_cache[key] = tools
             while len(self._tools_cache) > 16:
                 self._tools_cache.popitem(last=False)
