@@ -120,3 +120,43 @@ async def test_a_burst_of_lists_after_a_change_is_one_preparation(hub: Hub) -> N
     assert lists.preparations == before + 1
     assert len(answers) == 20 and all(a is answers[0] for a in answers)
     assert "burst_tool" in names(answers[0])
+
+
+async def test_the_digest_and_the_list_share_one_walk_of_the_definitions(
+        hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcp_hub.hub as hub_module
+
+    walks: list[object] = []
+    real = hub_module.definition_steps
+
+    def counting(h: object, caller: object) -> object:
+        walks.append(caller)
+        return real(h, caller)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hub_module, "definition_steps", counting)
+    add_tool(hub, "walk_once")
+
+    async def pause() -> None:
+        await anyio.lowlevel.checkpoint()
+
+    got: list[Any] = []
+
+    async def ask_definitions() -> None:
+        got.append(await hub.tool_definitions_sliced(EVERYONE, pause))
+
+    async def ask_tools() -> None:
+        got.append(await hub.list_tools_sliced(EVERYONE, pause))
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask_definitions)
+            tg.start_soon(ask_tools)
+            tg.start_soon(ask_definitions)
+    assert len(walks) == 1  # three askers, one walk
+    assert [t.name for t in hub.list_tools(EVERYONE)] == [
+        t.name for t in next(g for g in got if g and isinstance(g[0], types.Tool))]
+    assert "walk_once" in [d["name"] for d in got[0]]
+    add_tool(hub, "walk_twice")  # a change: walked again, and seen
+    with anyio.fail_after(20):
+        names = [d["name"] for d in await hub.tool_definitions_sliced(EVERYONE, pause)]
+    assert len(walks) == 2 and "walk_twice" in names
