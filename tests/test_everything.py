@@ -150,6 +150,18 @@ async def _hub_lists_all_of(hub: ClientSession, names: set[str]) -> set[str]:
         await anyio.sleep(0.05)
 
 
+async def _roots_reached_upstream(direct: ClientSession, hub: ClientSession, *,
+                                  same_process: bool) -> None:
+    """Wait (bounded by the caller) until the upstream behind the hub knows this client's
+    roots. Directly the server asks its own client; through the hub it first asked the hub
+    when the hub connected, with no client yet, and learns the client's roots from the
+    ``roots/list_changed`` the hub sends once this client's handshake is done."""
+    want = normalise((await _outcome(direct, "get-roots-list", {}))[0], same_process=same_process)
+    while normalise((await _outcome(hub, "get-roots-list", {}))[0],
+                    same_process=same_process) != want:
+        await anyio.sleep(0.05)
+
+
 async def _outcome(session: ClientSession, name: str, args: dict[str, Any]
                    ) -> tuple[Any, list[tuple[float, float | None, str | None]]]:
     """A call's result (or JSON-RPC error) as plain JSON, with the progress it reported."""
@@ -188,6 +200,7 @@ async def test_every_tool_is_listed_and_answers_through_the_hub_as_it_does_direc
             assert {"trigger-sampling-request", "trigger-elicitation-request",
                     "trigger-url-elicitation", "get-roots-list"} <= names
             await _hub_lists_all_of(hub, names)
+            await _roots_reached_upstream(direct, hub, same_process=same_process)
             listed = {t.name: plain(t) for t in (await hub.list_tools()).tools}
             for tool in tools:
                 assert listed[tool.name] == plain(tool), tool.name
