@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -13,47 +12,26 @@ import pytest
 
 from mcp_hub.context import CallContext
 from mcp_hub.upstream import ServerState
-from tests.fixtures_upstream import echo_block, is_state, running, script_block, text_of
+from tests.fixtures_upstream import (
+    ProgressSeen,
+    echo_block,
+    is_state,
+    kill_mid_call,
+    running,
+    script_block,
+    text_of,
+)
 
 pytestmark = pytest.mark.anyio
-
-
-class ProgressSeen(CallContext):
-    """A downstream call that asked for progress; ``first`` fires at the first report."""
-
-    def __init__(self) -> None:
-        super().__init__(progress_token="tok")
-        self.first = anyio.Event()
-        self.reports: list[float] = []
-
-    async def report_progress(self, progress: float, total: float | None = None,
-                              message: str | None = None) -> None:
-        self.reports.append(progress)
-        self.first.set()
 
 
 async def test_kill_9_fails_the_call_at_once_and_the_server_comes_back() -> None:
     with anyio.fail_after(60):
         async with running(echo_block()) as (manager, registry):
             conn = manager.connection("echo")
-            assert conn is not None and conn.pid is not None
-            pid = conn.pid
-            call = ProgressSeen()
-            results = []
-            done = anyio.Event()
-
-            async def slow() -> None:
-                results.append(await registry.dispatch(
-                    "echo_slow", {"seconds": 30, "steps": 300}, call=call))
-                done.set()
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(slow)
-                await call.first.wait()  # the call is running upstream
-                os.kill(pid, signal.SIGKILL)
-                with anyio.fail_after(1):  # the call fails within 1 s of the kill
-                    await done.wait()
-            (result,) = results
+            assert conn is not None
+            # The call fails within 1 s of the kill.
+            result, pid = await kill_mid_call(manager, registry, within=1)
             assert result.is_error
             assert "Server 'echo' connection was lost" in text_of(result)
 

@@ -4,8 +4,6 @@ answers handled as on the SDK's path; the SDK's path for everything else."""
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +19,11 @@ from mcp_hub.context import CallContext
 from mcp_hub.upstream import lean_call
 from mcp_hub.upstream.stdio_read import plain_response
 from tests.fixtures_upstream import (
+    ProgressSeen,
     echo_block,
     free_port,
     http_upstream,
+    kill_mid_call,
     running,
     script_block,
     text_of,
@@ -58,18 +58,6 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paths]:
     yield seen
 
 
-class Progress(CallContext):
-    def __init__(self, token: str | None = "tok") -> None:
-        super().__init__(progress_token=token)
-        self.reports: list[float] = []
-        self.first = anyio.Event()
-
-    async def report_progress(self, progress: float, total: float | None = None,
-                              message: str | None = None) -> None:
-        self.reports.append(progress)
-        self.first.set()
-
-
 async def test_a_plain_call_over_stdio_takes_the_lean_path(paths: Paths) -> None:
     with anyio.fail_after(30):
         async with running(echo_block()) as (manager, registry):
@@ -98,7 +86,7 @@ async def test_progress_on_the_lean_path_reaches_the_caller_and_resets_the_timeo
     # timeout 1 s, a call of ~2 s reporting every 0.1 s: only progress keeps it alive.
     with anyio.fail_after(30):
         async with running(echo_block(extra="timeout = 1")) as (_, registry):
-            call = Progress()
+            call = ProgressSeen()
             result = await registry.dispatch("echo_slow", {"seconds": 2, "steps": 20},
                                              call=call)
             assert not result.is_error, text_of(result)
@@ -126,24 +114,7 @@ async def test_a_timeout_on_the_lean_path_cancels_upstream(paths: Paths,
 async def test_a_child_that_dies_mid_call_fails_the_lean_call_at_once(paths: Paths) -> None:
     with anyio.fail_after(60):
         async with running(echo_block()) as (manager, registry):
-            conn = manager.connection("echo")
-            assert conn is not None and conn.pid is not None
-            call = Progress()
-            seen = anyio.Event()
-            results = []
-
-            async def slow() -> None:
-                results.append(await registry.dispatch(
-                    "echo_slow", {"seconds": 30, "steps": 300}, call=call))
-                seen.set()
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(slow)
-                await call.first.wait()  # the call is running upstream
-                os.kill(conn.pid, signal.SIGKILL)
-                with anyio.fail_after(2):
-                    await seen.wait()
-            (result,) = results
+            result, _ = await kill_mid_call(manager, registry, within=2)
             assert result.is_error
             assert "Server 'echo' connection was lost" in text_of(result)
     assert paths.lean == 1 and paths.sdk == 0
@@ -156,7 +127,7 @@ async def test_a_plain_call_over_streamable_http_takes_the_lean_path(paths: Path
         async with http_upstream("http", port), running(block) as (_, registry):
             result = await registry.dispatch("net_add", {"a": 1, "b": 2}, call=CallContext())
             assert result.structured_content == {"sum": 3}
-            call = Progress()
+            call = ProgressSeen()
             slow = await registry.dispatch("net_slow", {"seconds": 0.3, "steps": 3}, call=call)
             assert not slow.is_error and call.reports
             sampled = await registry.dispatch("net_sample", {"prompt": "hi"}, call=Sampler())

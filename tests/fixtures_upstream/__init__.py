@@ -6,6 +6,8 @@ wait is bounded by the caller's ``anyio.fail_after``.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -18,6 +20,7 @@ import anyio.abc
 import mcp.types as types
 
 from mcp_hub.config import HubConfig, parse_config
+from mcp_hub.context import CallContext
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.upstream import ServerState, UpstreamManager
 
@@ -136,3 +139,44 @@ async def http_upstream(transport: str, port: int | None = None) -> AsyncIterato
             proc.kill()
         with anyio.CancelScope(shield=True):
             await proc.wait()
+
+
+class ProgressSeen(CallContext):
+    """A downstream call that asked for progress; ``first`` fires at the first report."""
+
+    def __init__(self) -> None:
+        super().__init__(progress_token="tok")
+        self.first = anyio.Event()
+        self.reports: list[float] = []
+
+    async def report_progress(self, progress: float, total: float | None = None,
+                              message: str | None = None) -> None:
+        self.reports.append(progress)
+        self.first.set()
+
+
+async def kill_mid_call(manager: UpstreamManager, registry: ToolRegistry, *, within: float,
+                        server: str = "echo") -> tuple[types.CallToolResult, int]:
+    """A slow call of ``server``'s ``slow`` tool, its stdio child killed with SIGKILL once the
+    call reports progress (it is running upstream); the call's result, which must come
+    within ``within`` seconds of the kill, and the killed pid."""
+    conn = manager.connection(server)
+    assert conn is not None and conn.pid is not None
+    pid = conn.pid
+    call = ProgressSeen()
+    results: list[types.CallToolResult] = []
+    done = anyio.Event()
+
+    async def slow() -> None:
+        results.append(await registry.dispatch(
+            f"{server}_slow", {"seconds": 30, "steps": 300}, call=call))
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow)
+        await call.first.wait()
+        os.kill(pid, signal.SIGKILL)
+        with anyio.fail_after(within):
+            await done.wait()
+    (result,) = results
+    return result, pid
