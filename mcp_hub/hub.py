@@ -33,6 +33,7 @@ from mcp_hub.discovery import discover_builtin_tools
 from mcp_hub.drain import Drain
 from mcp_hub.eras.held import LocalHeldRounds
 from mcp_hub.errors import ConfigError, UnknownToolError
+from mcp_hub.flights import Flights
 from mcp_hub.hub_serving import ServingMixin
 from mcp_hub.log_levels import below_level, client_log_level
 from mcp_hub.metrics import Metrics
@@ -132,7 +133,7 @@ class Hub(ServingMixin):
         self._tools_cache: OrderedDict[tuple[Any, ...], list[types.Tool]] = OrderedDict()
         #: tool_definitions_sliced's answers, and the ones being worked out.
         self._defs_cache: OrderedDict[tuple[Any, ...], list[dict[str, Any]]] = OrderedDict()
-        self._defs_building: dict[tuple[Any, ...], anyio.Event] = {}
+        self._defs_flights = Flights()
         self._tool_models = ToolModels()  # one Tool model per unchanged definition
         self._origins: tuple[int, dict[str, str], dict[str, str]] | None = None
         self._bridge_active: dict[Caller, bool] = {}
@@ -458,21 +459,15 @@ class Hub(ServingMixin):
             cached = self._defs_cache.get(key)
             if cached is not None:
                 return list(cached)
-            building = self._defs_building.get(key)
-            if building is None:
+            if not await self._defs_flights.joined(key):
                 break
-            await building.wait()
-        done = self._defs_building[key] = anyio.Event()
-        try:
+        with self._defs_flights.flying(key):
             defs = await run_steps_sliced(definition_steps(self, caller), pause)
             if (caller, self.registry.definitions.availability_key(), id(self.config)) == key:
                 self._defs_cache[key] = defs
                 while len(self._defs_cache) > 16:
                     self._defs_cache.popitem(last=False)
             return list(defs)
-        finally:
-            del self._defs_building[key]
-            done.set()
 
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
         defs = self._definitions(as_caller(profile))

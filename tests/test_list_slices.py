@@ -117,7 +117,7 @@ async def test_a_change_during_the_slices_is_in_the_answer_of_that_list(
         seen = hub.registry.generation
 
         async def change_once_started() -> None:
-            while not lists._building:
+            while not lists._flights:  # a preparation is under way
                 await anyio.lowlevel.checkpoint()
             add_tool(hub, "during_slices")
 

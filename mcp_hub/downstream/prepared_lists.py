@@ -48,6 +48,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hub.access import Caller
 from mcp_hub.downstream.gzip_answer import Deflated, deflate_result
 from mcp_hub.downstream.list_fragments import Fragments, Slicer
+from mcp_hub.flights import Flights
 from mcp_hub.list_freshness import ListHintValue, list_hint
 from mcp_hub.low_priority import low_priority
 
@@ -88,7 +89,8 @@ class PreparedLists:
         #: Entries per page; None: ``[hub] list_page_size`` (0 there: one page).
         self.page_size = page_size if page_size and page_size > 0 else None
         self._entries: OrderedDict[tuple[Any, ...], _Prepared] = OrderedDict()
-        self._building: dict[tuple[Any, ...], anyio.Event] = {}
+        #: Preparations (by list key) and deflations (by page) under way.
+        self._flights = Flights()
         self._serials = itertools.count(1)
         #: How many preparations ran (a burst of lists of one key counts once).
         self.preparations = 0
@@ -98,7 +100,6 @@ class PreparedLists:
         self._pace = anyio.Lock()
         #: Deflated pages by the identity of their bytes (the bytes are kept, so the id is theirs).
         self._deflated: OrderedDict[int, tuple[bytes, Deflated]] = OrderedDict()
-        self._deflating: dict[int, anyio.Event] = {}
         #: How many pages were deflated (a burst of gzip lists of one page counts once).
         self.deflations = 0
 
@@ -132,11 +133,8 @@ class PreparedLists:
             entry = self._entries.get(key)
             if entry is not None and self._fresh(entry, kind, caller, generation):
                 return await self._paced(self._page(entry, cursor))
-            building = self._building.get(key)
-            if building is not None:
-                await building.wait()
-                continue
-            await self._prepare(key, kind, caller, version, generation)
+            if not await self._flights.joined(key):
+                await self._prepare(key, kind, caller, version, generation)
 
     async def _paced(self, page: bytes) -> bytes:
         """Large answers leave one per turn of the event loop.
@@ -156,26 +154,20 @@ class PreparedLists:
         """``page`` deflated for gzip answers (:mod:`.gzip_answer`): once per prepared page,
         in the low-priority background thread (:mod:`mcp_hub.low_priority`), however many
         clients ask for it meanwhile."""
-        key = id(page)
+        key = ("deflate", id(page))
         while True:
-            held = self._deflated.get(key)
+            held = self._deflated.get(id(page))
             if held is not None and held[0] is page:
                 return held[1]
-            deflating = self._deflating.get(key)
-            if deflating is None:
+            if not await self._flights.joined(key):
                 break
-            await deflating.wait()
-        done = self._deflating[key] = anyio.Event()
-        try:
+        with self._flights.flying(key):
             deflated = await low_priority().run(deflate_result, page)
             self.deflations += 1
-            self._deflated[key] = (page, deflated)
+            self._deflated[id(page)] = (page, deflated)
             while len(self._deflated) > _MAX_ENTRIES:
                 self._deflated.popitem(last=False)
             return deflated
-        finally:
-            del self._deflating[key]
-            done.set()
 
     def cached(self, kind: ListKind, caller: Caller, version: str) -> bool:
         """Whether the next list of this key is answered without a preparation."""
@@ -191,9 +183,8 @@ class PreparedLists:
 
     async def _prepare(self, key: tuple[Any, ...], kind: ListKind, caller: Caller, version: str,
                        generation: Hashable) -> None:
-        done = self._building[key] = anyio.Event()
         config = self.hub.config
-        try:
+        with self._flights.flying(key):
             await self.hub.wait_lists()
             slicer = Slicer()
             items = await self._items(kind, caller, slicer)
@@ -210,9 +201,6 @@ class PreparedLists:
                 while len(self._entries) > _MAX_ENTRIES:
                     self._entries.popitem(last=False)
             # else: the list changed while it was prepared; the caller's loop prepares again.
-        finally:
-            del self._building[key]
-            done.set()
 
     def _page(self, entry: _Prepared, cursor: str | None) -> bytes:
         if cursor is None:
