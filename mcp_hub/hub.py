@@ -412,10 +412,14 @@ class Hub(ServingMixin):
         if cached is not None:
             return cached
         tools = [self._tool_models.model(d) for d in self.tool_definitions(caller)]
+        self._keep_tools(key, tools)
+        return tools
+
+    def _keep_tools(self, key: tuple[Any, ...], tools: list[types.Tool]) -> None:
+        """A caller's ``tools/list`` models, kept for 16 (caller, registry state) keys."""
         self._tools_cache[key] = tools
         while len(self._tools_cache) > 16:
             self._tools_cache.popitem(last=False)
-        return tools
 
     async def list_tools_sliced(self, profile: Caller | str | None,
                                 pause: Callable[[], Awaitable[None]]) -> list[types.Tool]:
@@ -435,9 +439,7 @@ class Hub(ServingMixin):
                 await pause()
         # Kept only if neither the registry nor the config changed meanwhile.
         if self.registry.definitions.availability_key() == key[1] and self.config is config:
-            self._tools_cache[key] = tools
-            while len(self._tools_cache) > 16:
-                self._tools_cache.popitem(last=False)
+            self._keep_tools(key, tools)
         return tools
 
     def tool_definitions(self, profile: Caller | str | None = None) -> list[dict[str, Any]]:
