@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from cryptography.fernet import Fernet
 from mcp.types import TextContent
 
 from mcp_hub.config import load_config
@@ -122,9 +123,20 @@ async def test_token_store_is_encrypted_and_logout_forgets(tmp_path: Path) -> No
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         blobs = [p.read_bytes() for p in folder.glob("*.bin")]
         assert len(blobs) >= 2  # the tokens and the registered client
-        for blob in blobs:
-            assert b"eyJ" not in blob and b"access_token" not in blob
-            assert b"refresh_token" not in blob and b"dcr-" not in blob
+        tokens = await token_store("prot", load_config(config_path).servers["prot"]).get_tokens()
+        assert tokens is not None and tokens.refresh_token
+        secrets = [tokens.access_token.encode(), tokens.refresh_token.encode()]
+        box = Fernet(key.read_bytes().strip())
+        plain = [box.decrypt(blob) for blob in blobs]  # each blob is a sealed record
+        assert any(secrets[0] in text for text in plain)
+        assert any(b"dcr-" in text for text in plain)  # the registered client's record
+        for blob, text in zip(blobs, plain, strict=True):
+            # A Fernet token is random base64, so match whole values, not short marks
+            # that may turn up in it by chance.
+            values = [v.encode() for v in json.loads(text).values()
+                      if isinstance(v, str) and len(v) >= 12]
+            assert not any(value in blob for value in [*secrets, *values])
+            assert b"access_token" not in blob and b"refresh_token" not in blob
         out = hub_cli(config_path, "logout", "prot")
         assert out.returncode == 0 and "deleted" in out.stderr
         checked = hub_cli(config_path, "check")
