@@ -22,12 +22,24 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["LowPriorityThread", "low_priority"]
+__all__ = ["LowPriorityThread", "low_priority", "lower_this_thread"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _NICE = 19
+
+
+def lower_this_thread() -> bool:
+    """Give the calling thread alone ``nice`` 19 (Linux); False where that is not possible."""
+    if not (hasattr(os, "setpriority") and hasattr(threading, "get_native_id")):
+        return False
+    try:
+        # On Linux a thread id in PRIO_PROCESS sets the priority of that thread alone.
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICE)
+    except OSError:
+        return False
+    return True
 
 
 class LowPriorityThread:
@@ -59,11 +71,7 @@ class LowPriorityThread:
                 self._thread.start()
 
     def _serve(self) -> None:
-        if hasattr(os, "setpriority") and hasattr(threading, "get_native_id"):
-            with contextlib.suppress(OSError):
-                # On Linux a thread id in PRIO_PROCESS sets the priority of that thread alone.
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICE)
-                self.niced = True
+        self.niced = lower_this_thread()
         while True:
             job = self._jobs.get()
             if job is None:

@@ -30,7 +30,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-__all__ = ["Deflated", "accepts_gzip", "crc32_combine", "deflate_result", "gzip_answer"]
+__all__ = ["Deflated", "accepts_gzip", "crc32_combine", "deflate_result", "gzip_answer", "gzip_parts"]
 
 #: zlib level: 3 compresses the real catalogs 5.1× at about 9 ms per MB; 6 gains 13 % at 2.7× the CPU.
 LEVEL = 3
@@ -108,13 +108,19 @@ def _stored(data: bytes, final: bool) -> bytes:
     return b"".join(out)
 
 
-def gzip_answer(prefix: bytes, body: Deflated, suffix: bytes) -> bytes:
-    """The gzip member whose content is ``prefix + result + suffix`` (``suffix`` not empty)."""
+def gzip_parts(prefix: bytes, body: Deflated, suffix: bytes) -> tuple[bytes, ...]:
+    """The gzip member whose content is ``prefix + result + suffix`` (``suffix`` not
+    empty), in pieces that share the deflated result's bytes instead of copying them."""
     crc = crc32_combine(zlib.crc32(prefix), body.crc, body.operator)
     crc = zlib.crc32(suffix, crc)
     size = (len(prefix) + body.size + len(suffix)) & 0xFFFFFFFF
-    return b"".join((_HEADER, _stored(prefix, False), body.blocks, _stored(suffix, True),
-                     struct.pack("<II", crc, size)))
+    return (_HEADER + _stored(prefix, False), body.blocks,
+            _stored(suffix, True) + struct.pack("<II", crc, size))
+
+
+def gzip_answer(prefix: bytes, body: Deflated, suffix: bytes) -> bytes:
+    """The gzip member whose content is ``prefix + result + suffix`` (``suffix`` not empty)."""
+    return b"".join(gzip_parts(prefix, body, suffix))
 
 
 def accepts_gzip(headers: list[tuple[bytes, bytes]]) -> bool:

@@ -29,7 +29,7 @@ from mcp_hub.log_levels import client_log_level
 if TYPE_CHECKING:
     from mcp_hub.downstream.http_fastpath import FastSession, HttpFastPath
 
-__all__ = ["HttpChannel", "send_accepted", "send_json"]
+__all__ = ["HttpChannel", "send_accepted", "send_json", "send_json_parts"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +42,18 @@ _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no
 
 async def send_json(send: Send, sid: str, body: bytes, gzipped: bool = False) -> None:
     """A 200 with a JSON body (``gzipped``: the body is its gzip encoding)."""
+    await send_json_parts(send, sid, (body,), gzipped)
+
+
+async def send_json_parts(send: Send, sid: str, parts: tuple[bytes, ...],
+                          gzipped: bool = False) -> None:
+    """A 200 whose JSON body is ``parts`` joined, sent part by part (nothing is copied)."""
     await send({"type": "http.response.start", "status": 200, "headers": [
-        *_JSON_HEADERS, (b"content-length", str(len(body)).encode()),
+        *_JSON_HEADERS, (b"content-length", str(sum(map(len, parts))).encode()),
         (b"mcp-session-id", sid.encode("latin-1")), *(_GZIP_HEADERS if gzipped else ())]})
-    await send({"type": "http.response.body", "body": body})
+    last = len(parts) - 1
+    for n, part in enumerate(parts):
+        await send({"type": "http.response.body", "body": part, "more_body": n < last})
 
 
 async def send_accepted(send: Send) -> None:

@@ -57,8 +57,14 @@ from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.disconnects import watch_disconnect
 from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.fastpath import _Pending
-from mcp_hub.downstream.gzip_answer import accepts_gzip, gzip_answer
-from mcp_hub.downstream.http_fast_channel import HttpChannel, send_accepted, send_json
+from mcp_hub.downstream.gzip_answer import accepts_gzip, gzip_parts
+from mcp_hub.downstream.http_fast_channel import (
+    HttpChannel,
+    send_accepted,
+    send_json,
+    send_json_parts,
+)
+from mcp_hub.downstream.http_limits import connection_offloads
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.paced_send import paced
@@ -205,12 +211,13 @@ class HttpFastPath:
         read = await buffer_body(receive, limit=self.max_body)
         raw = _parse(read.body) if read.complete else None
         if raw is None or not await self._serve(raw, session, endpoint, read.receive, send,
-                                                scope.get("headers", [])):
+                                                scope.get("headers", []),
+                                                connection_offloads(scope)):
             await self.app(scope, read.receive, send)
 
     async def _serve(self, raw: dict[str, Any], session: FastSession,
                      endpoint: tuple[StreamableHTTPSessionManager, Caller], receive: Receive,
-                     send: Send, headers: list[tuple[bytes, bytes]]) -> bool:
+                     send: Send, headers: list[tuple[bytes, bytes]], bulk: bool = False) -> bool:
         method, rid, params = raw.get("method"), raw.get("id"), raw.get("params")
         if method is None:
             return await self._answer(session, rid, raw, send)
@@ -228,19 +235,23 @@ class HttpFastPath:
             touch.touch(session.sid)
         with _holding(session.transport):
             if method == "ping":
-                body, gzipped = b'{"jsonrpc":"2.0","id":' + _encode_id(rid) + b',"result":{}}', False
+                parts: tuple[bytes, ...] = (
+                    b'{"jsonrpc":"2.0","id":' + _encode_id(rid) + b',"result":{}}',)
+                gzipped = False
             else:
                 cursor = (params or {}).get("cursor")
                 if cursor is not None and not isinstance(cursor, str):
                     return False
-                body, gzipped = await self._list(method, session, endpoint[1], rid, cursor,
-                                                 (params or {}).get("_meta"), headers)
+                parts, gzipped = await self._list(method, session, endpoint[1], rid, cursor,
+                                                  (params or {}).get("_meta"), headers)
             self.served[method] = self.served.get(method, 0) + 1
-            if len(body) < TURN_BYTES:
-                await send_json(send, session.sid, body, gzipped)
+            if sum(map(len, parts)) < TURN_BYTES:
+                await send_json(send, session.sid, b"".join(parts), gzipped)
+            elif bulk:  # as they are, without a copy: the bulk writer's thread sends them
+                await send_json_parts(send, session.sid, parts, gzipped)
             else:
                 async with self._writing_turn():  # a large list in pieces, one list at a time
-                    await send_json(paced(send), session.sid, body, gzipped)
+                    await send_json(paced(send), session.sid, b"".join(parts), gzipped)
         return True
 
     @asynccontextmanager
@@ -265,8 +276,8 @@ class HttpFastPath:
 
     async def _list(self, method: str, session: FastSession, caller: Caller, rid: Any,
                     cursor: str | None, meta: Any = None, headers: Any = None
-                    ) -> tuple[bytes, bool]:
-        """The answer of one list request, and whether it is gzip-encoded.
+                    ) -> tuple[tuple[bytes, ...], bool]:
+        """The answer of one list request in parts, and whether it is gzip-encoded.
 
         A result of ``GZIP_MIN_BYTES`` or more goes gzip-encoded to a client that
         accepts gzip (``[hub.http] compress_lists``), built around the result's
@@ -279,13 +290,13 @@ class HttpFastPath:
                 result = await self.lists.result(LIST_METHODS[method], caller, session.version,
                                                  cursor)
         except MCPError as exc:
-            return encode_message({"jsonrpc": "2.0", "id": rid, "error": exc.error.model_dump(
-                by_alias=True, mode="json", exclude_none=True)}), False
+            return (encode_message({"jsonrpc": "2.0", "id": rid, "error": exc.error.model_dump(
+                by_alias=True, mode="json", exclude_none=True)}),), False
         prefix = b'{"jsonrpc":"2.0","id":' + _encode_id(rid) + b',"result":'
         if (len(result) >= GZIP_MIN_BYTES and self.hub.config.hub.http.compress_lists
                 and headers and accepts_gzip(headers)):
-            return gzip_answer(prefix, await self.lists.deflated(result), b"}"), True
-        return b"".join((prefix, result, b"}")), False
+            return gzip_parts(prefix, await self.lists.deflated(result), b"}"), True
+        return (prefix, result, b"}"), False
 
     async def _answer(self, session: FastSession, rid: Any, raw: dict[str, Any], send: Send) -> bool:
         """A client's answer to a request the fast path sent: 202, and the call goes on."""

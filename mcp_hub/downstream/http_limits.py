@@ -109,7 +109,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     # -- connection ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # One write per loop turn: a JSON answer's headers and body in one segment.
-        super().connection_made(cast(asyncio.Transport, CoalescingTransport(transport, self.loop)))
+        super().connection_made(cast(asyncio.Transport, CoalescingTransport(transport, self.loop, self)))
         limits = self.limits
         self._ip = self.client[0] if self.client else None
         if self._ip is not None:
@@ -245,3 +245,14 @@ def admit_connection(scope: Any) -> None:
     conn = scope.get(SCOPE_KEY) if isinstance(scope, dict) else None
     if conn is not None:
         conn.admitted()
+
+
+def connection_offloads(scope: Any) -> bool:
+    """Whether this request's connection sends large answers from the bulk writer's thread.
+
+    Such an answer is best sent whole: the thread writes it in turns of its own, so
+    it needs neither pieces nor a turn among the other large answers.
+    """
+    conn = scope.get(SCOPE_KEY) if isinstance(scope, dict) else None
+    return bool(getattr(getattr(conn, "transport", None), "offloads", False))
+
