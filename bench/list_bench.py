@@ -20,6 +20,11 @@ over HTTP, JSON lines over stdio). Measured, side by side in one run:
   that client is ``bench/list_caller.py`` in a process of its own, so the
   listers' reading of megabytes of answers does not delay its calls on the
   client side;
+* the control: the same answer fetched in a loop, by the same client code, from
+  ``bench/static_answer_server.py`` (a server that only writes those bytes, no hub),
+  while the other client calls through the hub as before: what the calls lose then is
+  this machine's share (two cores, the copies, the client's decoding), a floor that
+  the hub's own figures above can approach but not go under;
 * 20 sessions re-listing at once right after an upstream change (``add_tool`` on
   the echo server), asking for gzip as real clients do: all answered with the new
   tool, and the calls meanwhile.
@@ -37,7 +42,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -256,12 +261,17 @@ async def list_latencies(lister: RawSession, zipper: RawSession, pid: int, n: in
     fast, packed, sdk = Sample(), Sample(), Sample()
     size = wire = 0
     for _ in range(3):  # alternate, so the machine's load favours none
+        # Fresh connections first: the hub closes a keep-alive connection idle for 5 s, and
+        # 33 lists through the SDK path take about that long.
+        await lister.reconnect()
         before = cpu_seconds(pid, children=False)
         size, _ = await timed_lists(lister, n // 3, fast)
         fast.cpu += cpu_seconds(pid, children=False) - before
+        await zipper.reconnect()
         before = cpu_seconds(pid, children=False)
         _, wire = await timed_lists(zipper, n // 3, packed)
         packed.cpu += cpu_seconds(pid, children=False) - before
+        await lister.reconnect()
         before = cpu_seconds(pid, children=False)
         await timed_lists(lister, n // 3, sdk, lead=b" ")
         sdk.cpu += cpu_seconds(pid, children=False) - before
@@ -273,6 +283,35 @@ async def list_latencies(lister: RawSession, zipper: RawSession, pid: int, n: in
                                   ("SDK path", sdk))]
     return rows, (f"tools listed: {len(listed)}; answer {size} bytes, {size / len(listed):.0f} B per tool; "
                   f"gzip-encoded {wire} bytes, {wire / len(listed):.0f} B per tool ({size / wire:.1f}× smaller)")
+
+
+STATIC_GZIP = "no hub: the same answer fetched in a loop from a static server (gzip)"
+STATIC_FAST = "no hub: the same answer fetched in a loop from a static server (uncompressed)"
+
+
+@contextlib.asynccontextmanager
+async def static_servers(answer: bytes) -> AsyncIterator[tuple[int, int]]:
+    """Two ``bench/static_answer_server.py`` processes answering ``answer`` (uncompressed,
+    gzip-encoded); their ports."""
+    tmp = Path(tempfile.mkdtemp(prefix="list-bench-static-"))
+    (tmp / "answer").write_bytes(answer)
+    procs: list[asyncio.subprocess.Process] = []
+    ports: list[int] = []
+    try:
+        for flags in ((), ("--gzip",)):
+            port_file = tmp / f"port-{len(procs)}"
+            procs.append(await asyncio.create_subprocess_exec(
+                PY, str(ROOT / "bench" / "static_answer_server.py"), str(tmp / "answer"),
+                str(port_file), *flags, cwd=ROOT, env=base_env()))
+            async with asyncio.timeout(30):
+                while not (port_file.exists() and port_file.read_text().strip().isdigit()):
+                    await asyncio.sleep(0.05)
+            ports.append(int(port_file.read_text()))
+        yield ports[0], ports[1]
+    finally:
+        for proc in procs:
+            proc.terminate()
+            await asyncio.wait_for(proc.wait(), 15)
 
 
 async def http_phases(args: argparse.Namespace, port: int, n: int, out: list[str]) -> dict[str, Any]:
@@ -288,7 +327,8 @@ async def http_phases(args: argparse.Namespace, port: int, n: int, out: list[str
     r["rows"], sized = await list_latencies(lister, zipper, PIDS[port], n)
     out.append(sized)
     seconds = 4 * args.scale
-    for name in ("quiet", "busy_gzip", "quiet1", "busy_fast", "quiet2", "busy_sdk", "bursts", "calm"):
+    for name in ("quiet", "busy_gzip", "quiet1", "busy_fast", "quiet2", "busy_sdk", "quiet3",
+                 "static_gzip", "static_fast", "bursts", "calm"):
         r[name] = Sample()
     async with CallerProc(port, "echo_echo") as caller:
         await calls_while(caller, seconds, r["quiet"], label="quiet")
@@ -300,6 +340,15 @@ async def http_phases(args: argparse.Namespace, port: int, n: int, out: list[str
         await calls_while(caller, seconds, r["quiet2"], label="quiet")
         r["lists_sdk"] = await calls_while(caller, seconds, r["busy_sdk"], lister, b" ",
                                            label="a client lists in a loop (SDK path)")
+        # The control: the same answer's bytes, through the same client code, from a server
+        # that does nothing else. What the calls lose then is the machine's share.
+        async with static_servers(await lister.request(0, "tools/list")) as (plain, packed):
+            await calls_while(caller, seconds, r["quiet3"], label="quiet")
+            r["lists_static_gzip"] = await calls_while(
+                caller, seconds, r["static_gzip"], RawSession("127.0.0.1", packed, gzip=True),
+                label=STATIC_GZIP)
+            r["lists_static_fast"] = await calls_while(
+                caller, seconds, r["static_fast"], RawSession("127.0.0.1", plain), label=STATIC_FAST)
         sessions = [RawSession("127.0.0.1", port, gzip=not args.no_gzip_bursts) for _ in range(20)]
         for s in sessions:
             await s.open()
@@ -413,6 +462,10 @@ def calls_table(args: argparse.Namespace, r: dict[str, Any]) -> str:
         ["quiet again", fmt_ms(ms(quiet2, 50)), fmt_ms(ms(quiet2, 99)), "—", "—"],
         ["a client lists in a loop (SDK path)", fmt_ms(ms(busy_sdk, 50)), fmt_ms(ms(busy_sdk, 99)),
          f"{ms(busy_sdk, 99) / ms(quiet2, 99):.2f}×", str(r["lists_sdk"])],
+        ["quiet again", fmt_ms(ms(r["quiet3"], 50)), fmt_ms(ms(r["quiet3"], 99)), "—", "—"],
+        *([label, fmt_ms(ms(r[key], 50)), fmt_ms(ms(r[key], 99)),
+           f"{ms(r[key], 99) / ms(r['quiet3'], 99):.2f}×", str(r[f"lists_{key}"])]
+          for key, label in (("static_gzip", STATIC_GZIP), ("static_fast", STATIC_FAST))),
         ["calls between bursts", fmt_ms(ms(calm, 50)), fmt_ms(ms(calm, 99)), "1.00×", "—"],
         [f"calls during {args.bursts} bursts of 20 re-lists after a change"
          f"{' (uncompressed)' if args.no_gzip_bursts else ' (gzip)'}", fmt_ms(ms(bursts, 50)),
