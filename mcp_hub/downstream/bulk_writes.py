@@ -194,6 +194,9 @@ class BulkWriter:
                 return
             jobs.add(job)
             selector.register(job.sock, selectors.EVENT_WRITE, job)
+            over = self._send(job)  # most sockets take the first bytes at once
+            if over is not None:
+                self._finish(job, over, jobs, selector)
 
     def _send(self, job: BulkJob) -> BaseException | bool | None:
         """One turn of sending for ``job``: None while bytes remain, else how it ended
