@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
@@ -54,8 +55,37 @@ async def test_the_thread_runs_at_nice_19_and_the_caller_does_not() -> None:
 class _Turns:
     def __init__(self) -> None:
         self._turn = anyio.Lock()
+        self._list_gate = anyio.Lock()
 
     _writing_turn = HttpFastPath._writing_turn
+    _list_turn = HttpFastPath._list_turn
+
+
+async def test_lists_arriving_together_start_one_per_loop_turn_in_order() -> None:
+    turns: Any = _Turns()
+    order: list[str] = []
+    ticking = True
+
+    async def lister(n: int) -> None:
+        await turns._list_turn()
+        order.append(f"list {n}")
+
+    async def ticker() -> None:  # a call's steps: one per turn of the loop
+        while ticking:
+            order.append("tick")
+            await anyio.lowlevel.checkpoint()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            async with anyio.create_task_group() as lists:
+                for n in range(10):
+                    lists.start_soon(lister, n)
+            ticking = False
+    started = [entry for entry in order if entry.startswith("list")]
+    assert started == [f"list {n}" for n in range(10)]
+    firsts = [order.index(entry) for entry in started]
+    assert all(b - a >= 2 for a, b in itertools.pairwise(firsts))  # a tick between each two
 
 
 async def test_large_answers_take_turns_and_a_stuck_one_holds_others_back_briefly() -> None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -189,6 +190,7 @@ class HttpFastPath:
         self.lists = prepared_lists(hub)
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
         self._turn = anyio.Lock()
+        self._list_gate = anyio.Lock()
         self.pending: dict[tuple[str, str], _Pending] = {}
         self._ids = itertools.count(1)
         #: Ids of the hub's requests to clients, unique across replicas: an answer that
@@ -233,6 +235,8 @@ class HttpFastPath:
         touch = getattr(manager, "pool", None)
         if touch is not None:
             touch.touch(session.sid)
+        if method != "ping":
+            await self._list_turn()
         with _holding(session.transport):
             if method == "ping":
                 parts: tuple[bytes, ...] = (
@@ -253,6 +257,18 @@ class HttpFastPath:
                 async with self._writing_turn():  # a large list in pieces, one list at a time
                     await send_json(paced(send), session.sid, b"".join(parts), gzipped)
         return True
+
+    async def _list_turn(self) -> None:
+        """Lists start one per turn of the event loop, in the order they came.
+
+        Twenty clients re-listing together after a ``list_changed`` arrive in one turn
+        of the loop, and each would run its first steps (its span, the prepared page,
+        the answer's parts) in that same turn: a call that arrives meanwhile would wait
+        for all twenty. Through this gate each list starts in a turn of its own, with
+        the calls of that turn beside it; alone, a list waits one turn.
+        """
+        async with self._list_gate:
+            await anyio.lowlevel.checkpoint()
 
     @asynccontextmanager
     async def _writing_turn(self) -> AsyncIterator[None]:
