@@ -24,7 +24,8 @@ over HTTP, JSON lines over stdio). Measured, side by side in one run:
   ``bench/static_answer_server.py`` (a server that only writes those bytes, no hub),
   while the other client calls through the hub as before: what the calls lose then is
   this machine's share (two cores, the copies, the client's decoding), a floor that
-  the hub's own figures above can approach but not go under;
+  the hub's own figures above can approach but not go under; and, as the floor of
+  the bursts, 20 clients fetching that answer at once from it;
 * 20 sessions re-listing at once right after an upstream change (``add_tool`` on
   the echo server), asking for gzip as real clients do: all answered with the new
   tool, and the calls meanwhile.
@@ -254,6 +255,19 @@ async def burst(sessions: list[RawSession], changer: RawSession, caller: CallerP
     return len(ok), all(f"echo_{name}".encode() in a for a in ok)
 
 
+async def static_burst(fetchers: list[RawSession], caller: CallerProc, sample: Sample) -> None:
+    """The no-hub control of a burst: 20 clients fetch the static server's answer at once."""
+    for s in fetchers:
+        await s.reconnect()
+    began = time.time()
+    await caller.start()
+    with load_priority():
+        await asyncio.gather(*(s.conns[0].post(s.path, s.body("tools/list"), s._headers())
+                               for s in fetchers))
+    await caller.stop(sample)
+    PHASES.append((STATIC_BURSTS, began, time.time()))
+
+
 async def list_latencies(lister: RawSession, zipper: RawSession, pid: int, n: int
                          ) -> tuple[list[list[str]], str]:
     """tools/list from prepared bytes (gzip and not) vs through the SDK path, alternating;
@@ -287,6 +301,7 @@ async def list_latencies(lister: RawSession, zipper: RawSession, pid: int, n: in
 
 STATIC_GZIP = "no hub: the same answer fetched in a loop from a static server (gzip)"
 STATIC_FAST = "no hub: the same answer fetched in a loop from a static server (uncompressed)"
+STATIC_BURSTS = "no hub: 20 clients fetch the same answer at once from a static server"
 
 
 @contextlib.asynccontextmanager
@@ -328,7 +343,7 @@ async def http_phases(args: argparse.Namespace, port: int, n: int, out: list[str
     out.append(sized)
     seconds = 4 * args.scale
     for name in ("quiet", "busy_gzip", "quiet1", "busy_fast", "quiet2", "busy_sdk", "quiet3",
-                 "static_gzip", "static_fast", "bursts", "calm"):
+                 "static_gzip", "static_fast", "static_calm", "static_bursts", "bursts", "calm"):
         r[name] = Sample()
     async with CallerProc(port, "echo_echo") as caller:
         await calls_while(caller, seconds, r["quiet"], label="quiet")
@@ -349,6 +364,12 @@ async def http_phases(args: argparse.Namespace, port: int, n: int, out: list[str
                 label=STATIC_GZIP)
             r["lists_static_fast"] = await calls_while(
                 caller, seconds, r["static_fast"], RawSession("127.0.0.1", plain), label=STATIC_FAST)
+            # And the bursts' floor: 20 clients fetching that answer at once, nothing to prepare.
+            fetchers = [RawSession("127.0.0.1", plain if args.no_gzip_bursts else packed,
+                                   gzip=not args.no_gzip_bursts) for _ in range(20)]
+            for _ in range(args.bursts):
+                await calls_while(caller, seconds / 4, r["static_calm"], label="quiet")
+                await static_burst(fetchers, caller, r["static_bursts"])
         sessions = [RawSession("127.0.0.1", port, gzip=not args.no_gzip_bursts) for _ in range(20)]
         for s in sessions:
             await s.open()
@@ -466,6 +487,11 @@ def calls_table(args: argparse.Namespace, r: dict[str, Any]) -> str:
         *([label, fmt_ms(ms(r[key], 50)), fmt_ms(ms(r[key], 99)),
            f"{ms(r[key], 99) / ms(r['quiet3'], 99):.2f}×", str(r[f"lists_{key}"])]
           for key, label in (("static_gzip", STATIC_GZIP), ("static_fast", STATIC_FAST))),
+        ["calls between those", fmt_ms(ms(r["static_calm"], 50)), fmt_ms(ms(r["static_calm"], 99)),
+         "1.00×", "—"],
+        [f"{STATIC_BURSTS} ({args.bursts}×{' uncompressed' if args.no_gzip_bursts else ', gzip'})",
+         fmt_ms(ms(r["static_bursts"], 50)), fmt_ms(ms(r["static_bursts"], 99)),
+         f"{ms(r['static_bursts'], 99) / ms(r['static_calm'], 99):.2f}×", "—"],
         ["calls between bursts", fmt_ms(ms(calm, 50)), fmt_ms(ms(calm, 99)), "1.00×", "—"],
         [f"calls during {args.bursts} bursts of 20 re-lists after a change"
          f"{' (uncompressed)' if args.no_gzip_bursts else ' (gzip)'}", fmt_ms(ms(bursts, 50)),
