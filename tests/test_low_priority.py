@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from mcp_hub.downstream.http_fastpath import HttpFastPath
+from mcp_hub.downstream.prepared_lists import PreparedLists
 from mcp_hub.low_priority import LowPriorityThread
 
 pytestmark = pytest.mark.anyio
@@ -55,10 +56,10 @@ async def test_the_thread_runs_at_nice_19_and_the_caller_does_not() -> None:
 class _Turns:
     def __init__(self) -> None:
         self._turn = anyio.Lock()
-        self._list_gate = anyio.Lock()
+        self._pace = anyio.Lock()
 
     _writing_turn = HttpFastPath._writing_turn
-    _list_turn = HttpFastPath._list_turn
+    turn = PreparedLists.turn
 
 
 async def test_lists_arriving_together_start_one_per_loop_turn_in_order() -> None:
@@ -67,7 +68,7 @@ async def test_lists_arriving_together_start_one_per_loop_turn_in_order() -> Non
     ticking = True
 
     async def lister(n: int) -> None:
-        await turns._list_turn()
+        await turns.turn()
         order.append(f"list {n}")
 
     async def ticker() -> None:  # a call's steps: one per turn of the loop

@@ -77,7 +77,8 @@ __all__ = ["FastSession", "HttpFastPath", "freeze_startup_heap", "live_session"]
 logger = logging.getLogger(__name__)
 
 _HANDSHAKE = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
-#: Answers from this size on are written one at a time (:meth:`HttpFastPath._writing_turn`).
+#: Answers from this size on, on a connection that writes its own bytes (TLS), are written
+#: one at a time (:meth:`HttpFastPath._writing_turn`); elsewhere the bulk writer sends them.
 TURN_BYTES = 64 * 1024
 #: The longest a large answer waits for its turn before it is written anyway.
 TURN_WAIT = 0.05
@@ -190,7 +191,6 @@ class HttpFastPath:
         self.lists = prepared_lists(hub)
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
         self._turn = anyio.Lock()
-        self._list_gate = anyio.Lock()
         self.pending: dict[tuple[str, str], _Pending] = {}
         self._ids = itertools.count(1)
         #: Ids of the hub's requests to clients, unique across replicas: an answer that
@@ -236,7 +236,9 @@ class HttpFastPath:
         if touch is not None:
             touch.touch(session.sid)
         if method != "ping":
-            await self._list_turn()
+            # One list starts per turn of the loop: twenty re-lists arriving together
+            # would otherwise run their first steps (span, page, parts) in one turn.
+            await self.lists.turn()
         with _holding(session.transport):
             if method == "ping":
                 parts: tuple[bytes, ...] = (
@@ -257,18 +259,6 @@ class HttpFastPath:
                 async with self._writing_turn():  # a large list in pieces, one list at a time
                     await send_json(paced(send), session.sid, b"".join(parts), gzipped)
         return True
-
-    async def _list_turn(self) -> None:
-        """Lists start one per turn of the event loop, in the order they came.
-
-        Twenty clients re-listing together after a ``list_changed`` arrive in one turn
-        of the loop, and each would run its first steps (its span, the prepared page,
-        the answer's parts) in that same turn: a call that arrives meanwhile would wait
-        for all twenty. Through this gate each list starts in a turn of its own, with
-        the calls of that turn beside it; alone, a list waits one turn.
-        """
-        async with self._list_gate:
-            await anyio.lowlevel.checkpoint()
 
     @asynccontextmanager
     async def _writing_turn(self) -> AsyncIterator[None]:
