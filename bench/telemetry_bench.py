@@ -15,7 +15,12 @@ what telemetry costs the hub and nothing else:
 
 * ``local``    — a trivial tool in the hub's registry (the server span only);
 * ``upstream`` — the echo fixture's ``echo`` over stdio (server span, client
-  span, trace context into the upstream request's ``_meta``).
+  span, trace context into the upstream request's ``_meta``). The client sends
+  no trace context, so only the hub that traces sends the upstream one;
+* ``upstream, traced client`` — the same, with a ``traceparent`` in the call's
+  ``_meta`` as a traced agent sends it. The hub with telemetry off passes it on
+  unchanged, so the upstream receives a trace context on both sides and the
+  difference is the hub's alone.
 
 The calls alternate between off and on in chunks, so machine load hits both
 alike. The benchmark runs on the event loop the hub serves on (uvloop;
@@ -126,13 +131,17 @@ def cpu_seconds(pid: int | None) -> float:
     return total / 1e9
 
 
-async def _chunk(hub: Hub, tool: str, calls: int, out: Samples, upstream: int | None = None
-                 ) -> None:
+#: The ``traceparent`` a traced client sends (``upstream, traced client``).
+CLIENT_CONTEXT = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+
+
+async def _chunk(hub: Hub, tool: str, calls: int, out: Samples, upstream: int | None = None,
+                 meta: dict[str, str] | None = None) -> None:
     upstream_started = cpu_seconds(upstream)
     collections = _COLLECTIONS[0]
     process_started = time.process_time()
     for i in range(calls):
-        call = CallContext(tool_name=tool, request_id=i)
+        call = CallContext(tool_name=tool, request_id=i, meta=meta)
         started, cpu_started = time.perf_counter(), time.thread_time()
         await hub.call_tool(tool, {"text": "hello"}, call)
         out.cpu.append((time.thread_time() - cpu_started) * 1e6)
@@ -190,22 +199,25 @@ async def run(args: argparse.Namespace) -> list[list[str]]:
                                       "parameters": {"type": "object"}}, _noop)
                 await hub.wait_ready(30)
             hubs = {"off": (off, upstream_pid("off")), "on": (on, upstream_pid("on"))}
-            for label, tool in (("local", "bench_noop"), ("upstream", "echo_echo")):
-                rows.append(await _compare(args, label, tool, hubs))
+            for label, tool, meta in (("local", "bench_noop", None),
+                                      ("upstream", "echo_echo", None),
+                                      ("upstream, traced client", "echo_echo", CLIENT_CONTEXT)):
+                rows.append(await _compare(args, label, tool, hubs, meta))
     return rows
 
 
 async def _compare(args: argparse.Namespace, label: str, tool: str,
-                   hubs: dict[str, tuple[Hub, int | None]]) -> list[str]:
+                   hubs: dict[str, tuple[Hub, int | None]],
+                   meta: dict[str, str] | None = None) -> list[str]:
     """One row: ``tool`` called through both hubs in alternating chunks."""
     samples = {"off": Samples(), "on": Samples()}
     for hub, _ in hubs.values():  # warm-up
-        await _chunk(hub, tool, 200, Samples())
+        await _chunk(hub, tool, 200, Samples(), meta=meta)
     per_chunk = max(1, args.calls // args.rounds)
     for r in range(args.rounds):
         for name in ("off", "on") if r % 2 == 0 else ("on", "off"):
             hub, pid = hubs[name]
-            await _chunk(hub, tool, per_chunk, samples[name], pid)
+            await _chunk(hub, tool, per_chunk, samples[name], pid, meta)
     wall = {k: statistics.median(v.wall) for k, v in samples.items()}
     p99 = {k: _pct(v.wall, 0.99) for k, v in samples.items()}
     cpu = {k: statistics.median(v.cpu) for k, v in samples.items()}

@@ -290,7 +290,7 @@ async def test_pipeline_hooks_get_child_spans(tmp_path: Path) -> None:
             assert spans[f"hook {hook}"].attributes["mcp_hub.hook"] == hook
 
 
-async def test_sampling_follows_the_caller_and_off_means_off(tmp_path: Path) -> None:
+async def test_sampling_follows_the_caller_and_off_passes_the_context_on(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
         body = _upstream_stdio() + _telemetry(endpoint) + "sample_ratio = 0.0\n"
         config = load_config(write_config(tmp_path, body))
@@ -305,13 +305,19 @@ async def test_sampling_follows_the_caller_and_off_means_off(tmp_path: Path) -> 
                 await received.wait_for(lambda: len(received.spans_of(trace_id)) == 2)
         assert {s.trace_id for s in received.spans} == {trace_id}
     off = load_config(write_config(tmp_path, _upstream_stdio()))
-    async with Hub(off, load_plugin_modules=False) as hub:
-        await hub.wait_ready(20)
-        call = CallContext(request_id=3, meta={"traceparent": traceparent})
-        assert not hub.telemetry.enabled
-        result = await hub.call_tool("trace_seen", {}, call)
-        assert call.trace is None
-        assert _seen(result)["meta"] is None  # nothing is propagated when telemetry is off
+    with anyio.fail_after(60):
+        async with Hub(off, load_plugin_modules=False) as hub:
+            await hub.wait_ready(20)
+            call = CallContext(request_id=3, meta={"traceparent": traceparent})
+            assert not hub.telemetry.enabled
+            result = await hub.call_tool("trace_seen", {}, call)
+            assert call.trace is None
+            # Off, the hub records nothing and passes the caller's context on unchanged ...
+            assert _seen(result)["meta"] == traceparent
+            # ... but not a malformed one, and nothing when the caller sent none.
+            bad = CallContext(request_id=4, meta={"traceparent": "00-not-a-trace-context"})
+            assert _seen(await hub.call_tool("trace_seen", {}, bad))["meta"] is None
+            assert _seen(await hub.call_tool("trace_seen", {}, CallContext(request_id=5)))["meta"] is None
 
 
 async def test_an_unreachable_collector_is_logged_once_and_bounded(
@@ -478,5 +484,6 @@ async def test_a_reload_applies_telemetry_changes(tmp_path: Path) -> None:
                 assert await hub.reload()
                 assert not hub.telemetry.enabled
                 call = CallContext(request_id=2, meta={"traceparent": traceparent})
-                assert _seen(await hub.call_tool("trace_seen", {}, call))["meta"] is None
+                # Off again: no span of the hub's, the caller's context passed on as it came.
+                assert _seen(await hub.call_tool("trace_seen", {}, call))["meta"] == traceparent
                 assert call.trace is None

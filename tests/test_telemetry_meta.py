@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp.types import CallToolRequest, CallToolRequestParams, ReadResourceRequest, ReadResourceRequestParams
 
-from mcp_hub.telemetry.meta import write_meta
+from mcp_hub.telemetry.meta import pass_meta, write_meta
 from mcp_hub.telemetry.record import Sampler, SpanRecord, parse_traceparent
 
 
@@ -67,3 +67,28 @@ def test_other_request_types_and_plain_objects_get_it_too() -> None:
     plain = Plain()
     write_meta(plain, rec)
     assert plain.meta == {"traceparent": rec.traceparent()}
+
+
+CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_the_callers_context_passes_on_unchanged_and_nothing_else() -> None:
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, {"traceparent": CALLER, "tracestate": "vendor=1", "progressToken": 3,
+                               "private": "stays"})
+    assert _wire(request)["params"]["_meta"] == {"traceparent": CALLER, "tracestate": "vendor=1"}
+
+
+@pytest.mark.parametrize("meta", [None, {}, {"progressToken": 1}, {"traceparent": "00-zz-zz-01"},
+                                  {"traceparent": 7}, "00-x", ["traceparent"]])
+def test_no_or_a_malformed_context_passes_nothing(meta: Any) -> None:
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, meta)
+    assert "_meta" not in _wire(request)["params"]
+
+
+def test_the_upstream_requests_own_meta_is_kept() -> None:
+    params = CallToolRequestParams(name="echo", arguments={}, _meta={"progressToken": 7})
+    request = CallToolRequest(params=params)
+    pass_meta(request.params, {"traceparent": CALLER})
+    assert _wire(request)["params"]["_meta"] == {"progressToken": 7, "traceparent": CALLER}

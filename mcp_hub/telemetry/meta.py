@@ -1,16 +1,39 @@
-"""The trace context out: a client span's ``traceparent`` in an upstream request's ``_meta``."""
+"""The trace context out: a client span's ``traceparent`` in an upstream request's ``_meta``,
+or, when the hub does not trace the call, the caller's own context passed on unchanged."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from mcp_hub.telemetry.record import SpanRecord
+from mcp_hub.telemetry.record import SpanRecord, parse_traceparent
 
-__all__ = ["write_meta"]
+__all__ = ["pass_meta", "write_meta"]
 
 
 def write_meta(params: Any, rec: SpanRecord) -> None:
-    """``traceparent`` (and ``tracestate``) of ``rec`` into ``params``' ``_meta``.
+    """``traceparent`` (and ``tracestate``) of ``rec`` into ``params``' ``_meta``."""
+    _put(params, rec.traceparent(), rec.tracestate)
+
+
+def pass_meta(params: Any, caller_meta: Any) -> None:
+    """The caller's W3C trace context (``traceparent``, ``tracestate``), unchanged, into
+    ``params``' ``_meta``: the hub is transparent to a trace it does not record, as the
+    W3C Trace Context recommendation asks of systems that do not participate. A
+    malformed ``traceparent`` is not passed on; anything else the caller's ``_meta``
+    holds stays with the hub."""
+    if not isinstance(caller_meta, Mapping):
+        return
+    traceparent = caller_meta.get("traceparent")
+    if traceparent is None:
+        return
+    parent = parse_traceparent(traceparent, caller_meta.get("tracestate"))
+    if parent is not None:
+        _put(params, traceparent, parent.tracestate)
+
+
+def _put(params: Any, traceparent: str, tracestate: str | None) -> None:
+    """``traceparent`` (and ``tracestate``) into ``params``' ``_meta``.
 
     A request without ``_meta`` (the usual case) gets a new dict straight in the
     model's ``__dict__`` and ``meta`` marked as set, as pydantic's own assignment
@@ -18,7 +41,7 @@ def write_meta(params: Any, rec: SpanRecord) -> None:
     """
     meta = params.meta
     if meta is None:
-        meta = {"traceparent": rec.traceparent()}
+        meta = {"traceparent": traceparent}
         fields = getattr(params, "__pydantic_fields_set__", None)
         values = getattr(params, "__dict__", None)
         if isinstance(fields, set) and isinstance(values, dict) and "meta" in values:
@@ -27,6 +50,6 @@ def write_meta(params: Any, rec: SpanRecord) -> None:
         else:
             params.meta = meta
     else:
-        meta["traceparent"] = rec.traceparent()
-    if rec.tracestate:
-        meta["tracestate"] = rec.tracestate
+        meta["traceparent"] = traceparent
+    if tracestate:
+        meta["tracestate"] = tracestate

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcp_hub.telemetry.meta import write_meta
+from mcp_hub.telemetry.meta import pass_meta, write_meta
 from mcp_hub.telemetry.off import NOOP, OFF, TelemetryOff, _Noop
 from mcp_hub.telemetry.record import (
     CLIENT,
@@ -371,10 +371,18 @@ _TARGETED = frozenset(("tools/call", "prompts/get"))
 def client_span(call: Any, server: str, request: Any, transport: str | None) -> ClientSpan | _Noop:
     """The CLIENT span of an upstream request made for ``call`` (no-op when untraced).
 
-    Entering it writes the span's ``traceparent`` into ``request``'s ``_meta``.
+    Entering it writes the span's ``traceparent`` into ``request``'s ``_meta``. When
+    the hub records no span for ``call`` (telemetry off), the trace context the
+    client sent is passed on to the upstream unchanged instead, so a trace the hub
+    does not record still joins the client's and the upstream's spans.
     """
     owner = _owner(call)
     if owner is None:
+        caller_meta = getattr(call, "meta", None) if call is not None else None
+        if caller_meta:
+            params = getattr(request, "params", None)
+            if params is not None:
+                pass_meta(params, caller_meta)
         return NOOP
     method = getattr(request, "method", "request")
     params = getattr(request, "params", None)
