@@ -92,3 +92,17 @@ def test_the_upstream_requests_own_meta_is_kept() -> None:
     request = CallToolRequest(params=params)
     pass_meta(request.params, {"traceparent": CALLER})
     assert _wire(request)["params"]["_meta"] == {"progressToken": 7, "traceparent": CALLER}
+
+
+@pytest.mark.parametrize("parent", [None, CALLER, CALLER[:-2] + "00"])
+def test_traceparent_names_the_trace_and_the_span(parent: str | None) -> None:
+    sampler = Sampler(1.0)
+    root = SpanRecord.root("tools/call echo", 1, {}, parse_traceparent(parent), sampler)
+    child = root.child("tools/call echo", 2, {})
+    for rec in (root, child, root):  # formatted more than once, alike
+        version, trace_hex, span_hex, flags = rec.traceparent().split("-")
+        assert (version, int(trace_hex, 16), int(span_hex, 16)) == ("00", rec.trace_id, rec.span_id)
+        assert len(trace_hex) == 32 and len(span_hex) == 16
+        assert flags == ("00" if parent and parent.endswith("-00") else "01")
+    if parent is not None:
+        assert root.trace_id == int(parent.split("-")[1], 16)

@@ -43,13 +43,16 @@ CURRENT: ContextVar[Any] = ContextVar("mcp_hub_span", default=None)
 class Parent:
     """A caller's trace context: ids, its sampled flag and its ``tracestate``."""
 
-    __slots__ = ("sampled", "span_id", "trace_id", "tracestate")
+    __slots__ = ("head", "sampled", "span_id", "trace_id", "tracestate")
 
-    def __init__(self, trace_id: int, span_id: int, sampled: bool, tracestate: str | None) -> None:
+    def __init__(self, trace_id: int, span_id: int, sampled: bool, tracestate: str | None,
+                 head: str | None = None) -> None:
         self.trace_id = trace_id
         self.span_id = span_id
         self.sampled = sampled
         self.tracestate = tracestate
+        #: ``"00-<trace id in hex>-"``: how every ``traceparent`` of this trace begins.
+        self.head = head
 
 
 def parse_traceparent(value: Any, tracestate: Any = None) -> Parent | None:
@@ -66,12 +69,12 @@ def parse_traceparent(value: Any, tracestate: Any = None) -> Parent | None:
     if not trace_id or not span_id:
         return None
     state = tracestate if isinstance(tracestate, str) and tracestate else None
-    return Parent(trace_id, span_id, bool(int(flags, 16) & 1), state)
+    return Parent(trace_id, span_id, bool(int(flags, 16) & 1), state, f"00-{trace_hex}-")
 
 
 def parent_from(meta: Mapping[str, Any] | None, headers: Mapping[str, str] | None) -> Parent | None:
     """The caller's context: ``_meta`` first, HTTP headers otherwise; None if neither."""
-    if meta and isinstance(meta, Mapping):
+    if meta and (type(meta) is dict or isinstance(meta, Mapping)):
         tp = meta.get("traceparent")
         if tp is not None:
             parent = parse_traceparent(tp, meta.get("tracestate"))
@@ -105,12 +108,13 @@ class SpanRecord:
     carry ids, so the trace context reaches upstreams with the caller's decision.
     """
 
-    __slots__ = ("attrs", "end", "error", "events", "kind", "links", "message", "name",
+    __slots__ = ("attrs", "end", "error", "events", "head", "kind", "links", "message", "name",
                  "parent_id", "remote_parent", "sampled", "span_id", "start", "trace_id",
                  "tracestate")
 
     def __init__(self, name: str, kind: int, attrs: dict[str, Any], trace_id: int,
-                 parent_id: int, sampled: bool, tracestate: str | None, remote_parent: bool) -> None:
+                 parent_id: int, sampled: bool, tracestate: str | None, remote_parent: bool,
+                 head: str | None = None) -> None:
         self.name = name
         self.kind = kind
         self.attrs = attrs
@@ -120,6 +124,8 @@ class SpanRecord:
         self.sampled = sampled
         self.tracestate = tracestate
         self.remote_parent = remote_parent
+        #: ``"00-<trace id in hex>-"``, shared along the trace (formatted once, not per request).
+        self.head = head
         self.events: list[tuple[str, int, dict[str, Any]]] | None = None
         self.links: list[tuple[int, int]] | None = None
         self.error: str | None = None
@@ -133,18 +139,21 @@ class SpanRecord:
         """A span whose parent is the caller's context (or a new trace)."""
         if parent is not None:
             return cls(name, kind, attrs, parent.trace_id, parent.span_id, parent.sampled,
-                       parent.tracestate, True)
+                       parent.tracestate, True, parent.head)
         trace_id = _getrandbits(128) or 1
         return cls(name, kind, attrs, trace_id, 0, sampler.new_trace(trace_id), None, False)
 
     def child(self, name: str, kind: int, attrs: dict[str, Any]) -> SpanRecord:
         """A span under this one, in the same trace and with its sampling decision."""
         return SpanRecord(name, kind, attrs, self.trace_id, self.span_id, self.sampled,
-                          self.tracestate, False)
+                          self.tracestate, False, self.head)
 
     def traceparent(self) -> str:
         """This span as a W3C ``traceparent``, for the requests it makes."""
-        return f"00-{self.trace_id:032x}-{self.span_id:016x}-{'01' if self.sampled else '00'}"
+        head = self.head
+        if head is None:
+            head = self.head = f"00-{self.trace_id:032x}-"
+        return f"{head}{self.span_id:016x}{'-01' if self.sampled else '-00'}"
 
     def event(self, name: str, attrs: dict[str, Any]) -> None:
         if self.events is None:
