@@ -142,11 +142,14 @@ async def test_fragments_of_other_kinds_equal_the_sdk_serialisation() -> None:
                             arguments=[types.PromptArgument(name="x", required=True)]) for i in range(5)]
     fragments = Fragments()
     for version in SUPPORTED_PROTOCOL_VERSIONS:
-        data = await fragments.page("prompts", version, prompts, "c1", (5000, "public"), Slicer())
+        data, layout = await fragments.page("prompts", version, prompts, "c1", (5000, "public"),
+                                            Slicer())
+        assert layout.join() == data
         expected = serialize_result("prompts/list", version, types.ListPromptsResult(
             prompts=prompts, next_cursor="c1", ttl_ms=5000, cache_scope="public"))
         assert data == expected
-    empty = await fragments.page("templates", "2025-11-25", [], None, None, Slicer())
+    empty, layout = await fragments.page("templates", "2025-11-25", [], None, None, Slicer())
+    assert layout.join() == empty and not layout.segments
     assert empty == serialize_result("resources/templates/list", "2025-11-25",
                                      types.ListResourceTemplatesResult(resource_templates=[]))
 

@@ -38,6 +38,7 @@ import mcp_types.methods as _methods
 import pydantic_core
 from mcp import types
 
+from mcp_hub.downstream.gzip_segments import Layout
 from mcp_hub.tool_models import cacheable, definition_key, tool_model
 
 __all__ = ["SLICE_SECONDS", "SWEEP_SLACK", "Fragments", "Slicer"]
@@ -166,15 +167,20 @@ class Fragments:
         return data
 
     async def page(self, kind: str, version: str, items: Sequence[Any], cursor: str | None,
-                   hint: tuple[int, str] | None, slicer: Slicer) -> bytes:
-        """One page's serialised result, built in slices."""
+                   hint: tuple[int, str] | None, slicer: Slicer) -> tuple[bytes, Layout]:
+        """One page's serialised result, built in slices, and how it is made of its entries
+        (for deflating it in segments, :mod:`.gzip_segments`)."""
         dumped, head, tail = self.envelope(kind, version, cursor, hint)
         parts: list[bytes] = [head]
+        layout = Layout(head)
         for item in items:
-            parts.append(self.entry(kind, version, item, dumped))
+            data = self.entry(kind, version, item, dumped)
+            parts.append(data)
             parts.append(b",")
+            layout.add(data)
             await slicer.checkpoint()
         if len(parts) > 1:
             parts.pop()  # the comma after the last entry
         parts.append(tail)
-        return b"".join(parts)  # one copy of the answer (a megabyte or two for large catalogs)
+        # One copy of the answer (a megabyte or two for large catalogs).
+        return b"".join(parts), layout.close(tail)

@@ -47,6 +47,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_hub.access import Caller
 from mcp_hub.downstream.gzip_answer import Deflated, deflate_result
+from mcp_hub.downstream.gzip_segments import Layout, SegmentDeflater
 from mcp_hub.downstream.list_fragments import Fragments, Slicer
 from mcp_hub.flights import Flights
 from mcp_hub.list_freshness import ListHintValue, list_hint
@@ -100,6 +101,10 @@ class PreparedLists:
         self._pace = anyio.Lock()
         #: Deflated pages by the identity of their bytes (the bytes are kept, so the id is theirs).
         self._deflated: OrderedDict[int, tuple[bytes, Deflated]] = OrderedDict()
+        #: How each prepared page is made of its entries, by the identity of its bytes.
+        self._layouts: OrderedDict[int, tuple[bytes, Layout]] = OrderedDict()
+        #: Deflates pages in segments, reusing those a change left alone (:mod:`.gzip_segments`).
+        self.segments = SegmentDeflater()
         #: How many pages were deflated (a burst of gzip lists of one page counts once).
         self.deflations = 0
 
@@ -162,7 +167,8 @@ class PreparedLists:
     async def deflated(self, page: bytes) -> Deflated:
         """``page`` deflated for gzip answers (:mod:`.gzip_answer`): once per prepared page,
         in the low-priority background thread (:mod:`mcp_hub.low_priority`), however many
-        clients ask for it meanwhile."""
+        clients ask for it meanwhile. A page prepared here is deflated in segments, and
+        only the segments a change touched are deflated again (:mod:`.gzip_segments`)."""
         key = ("deflate", id(page))
         while True:
             held = self._deflated.get(id(page))
@@ -171,7 +177,11 @@ class PreparedLists:
             if not await self._flights.joined(key):
                 break
         with self._flights.flying(key):
-            deflated = await low_priority().run(deflate_result, page)
+            held_layout = self._layouts.get(id(page))
+            if held_layout is not None and held_layout[0] is page:
+                deflated = await low_priority().run(self.segments.deflate, page, held_layout[1])
+            else:
+                deflated = await low_priority().run(deflate_result, page)
             self.deflations += 1
             self._deflated[id(page)] = (page, deflated)
             while len(self._deflated) > _MAX_ENTRIES:
@@ -233,7 +243,11 @@ class PreparedLists:
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
             cursor = None if last else _make_cursor(serial, index + 1)
-            pages.append(await self.fragments.page(kind, version, chunk, cursor, hint, slicer))
+            page, layout = await self.fragments.page(kind, version, chunk, cursor, hint, slicer)
+            pages.append(page)
+            self._layouts[id(page)] = (page, layout)
+            while len(self._layouts) > _MAX_ENTRIES:
+                self._layouts.popitem(last=False)
         return pages
 
     async def _items(self, kind: ListKind, caller: Caller, slicer: Slicer) -> list[Any]:

@@ -1,0 +1,121 @@
+"""A list answer deflated in segments: decodes to the answer, compresses as well as in one
+piece, and after a change deflates again only the segments the change touched.
+
+The entries are the JSON of real tool definitions (``bench/catalog_server.py``'s
+captured catalogs), serialised by :class:`~mcp_hub.downstream.list_fragments.Fragments`
+as the hub serialises them for a list.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+import pytest
+
+from bench.catalog_server import real_tools
+from mcp_hub.downstream.gzip_answer import deflate_result, gzip_answer
+from mcp_hub.downstream.gzip_segments import MAX_SEGMENT_ENTRIES, Layout, SegmentDeflater
+from mcp_hub.downstream.list_fragments import Fragments, Slicer
+from mcp_hub.downstream.prepared_lists import PreparedLists
+
+pytestmark = pytest.mark.anyio
+
+VERSION = "2025-11-25"
+PREFIX = b'{"jsonrpc":"2.0","id":42,"result":'
+
+
+def _decoded(result: Any) -> bytes:
+    answer = gzip_answer(PREFIX, result, b"}")
+    decoder = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    out = decoder.decompress(answer) + decoder.flush()
+    assert decoder.eof and decoder.unused_data == b""
+    return out
+
+
+def _definitions(count: int) -> list[dict[str, Any]]:
+    return [tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+            for tool in real_tools(count)]
+
+
+async def _page(fragments: Fragments, definitions: list[dict[str, Any]]) -> tuple[bytes, Layout]:
+    return await fragments.page("tools", VERSION, definitions, None, None, Slicer(budget=3600.0))
+
+
+async def test_segments_decode_to_the_answer_and_compress_as_one_piece() -> None:
+    fragments = Fragments()
+    page, layout = await _page(fragments, _definitions(1000))
+    assert layout.join() == page
+    assert 10 < len(layout.segments) < 200
+    assert all(len(s) <= MAX_SEGMENT_ENTRIES for s in layout.segments)
+    deflater = SegmentDeflater()
+    segmented = deflater.deflate(page, layout)
+    assert _decoded(segmented) == PREFIX + page + b"}"
+    whole = deflate_result(page)
+    assert (segmented.crc, segmented.size, segmented.operator) == (whole.crc, whole.size,
+                                                                   whole.operator)
+    # Each segment primed with the end of the one before: within 1 % of one piece.
+    assert len(segmented.blocks) <= len(whole.blocks) * 1.01
+    assert deflater.deflated_segments == len(layout.segments)
+
+
+@pytest.mark.parametrize("change", ["insert", "remove", "edit", "append", "prepend"])
+async def test_a_change_deflates_only_the_segments_around_it(change: str) -> None:
+    definitions = _definitions(1000)
+    fragments, deflater = Fragments(), SegmentDeflater()
+    page, layout = await _page(fragments, definitions)
+    deflater.deflate(page, layout)
+    before = deflater.deflated_segments
+    changed = list(definitions)
+    new_tool = {"name": "brand_new_tool", "description": "added by an upstream",
+                "inputSchema": {"type": "object"}}
+    if change == "insert":
+        changed.insert(500, new_tool)
+    elif change == "remove":
+        del changed[500]
+    elif change == "edit":
+        changed[500] = {**changed[500], "description": "a description that changed"}
+    elif change == "append":
+        changed.append(new_tool)
+    else:
+        changed.insert(0, new_tool)
+    page2, layout2 = await _page(fragments, changed)
+    result = deflater.deflate(page2, layout2)
+    assert _decoded(result) == PREFIX + page2 + b"}"
+    # The segment holding the change, the one after it (primed with its end), and at
+    # most one more where the boundaries settle again.
+    assert deflater.deflated_segments - before <= 3
+    assert deflater.reused_segments >= len(layout2.segments) - 3
+
+
+async def test_only_recent_segments_are_kept() -> None:
+    definitions = _definitions(200)
+    fragments, deflater = Fragments(), SegmentDeflater(keep=2)
+    counts: list[int] = []
+    for round_ in range(5):  # every entry changes every round: nothing is reused
+        changed = [{**d, "description": f"round {round_}"} for d in definitions]
+        page, layout = await _page(fragments, changed)
+        assert _decoded(deflater.deflate(page, layout)) == PREFIX + page + b"}"
+        counts.append(len(layout.segments))
+        assert len(deflater._cache) == sum(counts[-2:])  # the last two deflations' only
+
+
+async def test_an_empty_list_and_a_single_entry() -> None:
+    fragments, deflater = Fragments(), SegmentDeflater()
+    for definitions in ([], _definitions(1)):
+        page, layout = await _page(fragments, definitions)
+        assert layout.join() == page
+        assert _decoded(deflater.deflate(page, layout)) == PREFIX + page + b"}"
+
+
+async def test_prepared_lists_deflate_their_pages_in_segments() -> None:
+    """A page PreparedLists built is deflated in segments; bytes it did not build, whole."""
+    lists = PreparedLists(object())
+    page, layout = await _page(lists.fragments, _definitions(300))
+    lists._layouts[id(page)] = (page, layout)
+    assert _decoded(await lists.deflated(page)) == PREFIX + page + b"}"
+    assert lists.segments.deflated_segments == len(layout.segments)
+    other = json.dumps({"tools": []}).encode()
+    assert _decoded(await lists.deflated(other)) == PREFIX + other + b"}"
+    assert lists.segments.deflated_segments == len(layout.segments)
