@@ -13,10 +13,16 @@ import zlib
 from typing import Any
 
 import pytest
+from mcp import types
 
 from bench.catalog_server import real_tools
 from mcp_hub.downstream.gzip_answer import deflate_result, gzip_answer
-from mcp_hub.downstream.gzip_segments import MAX_SEGMENT_ENTRIES, Layout, SegmentDeflater
+from mcp_hub.downstream.gzip_segments import (
+    MAX_SEGMENT_BYTES,
+    MIN_SEGMENT_BYTES,
+    Layout,
+    SegmentDeflater,
+)
 from mcp_hub.downstream.list_fragments import Fragments, Slicer
 from mcp_hub.downstream.prepared_lists import PreparedLists
 
@@ -48,7 +54,10 @@ async def test_segments_decode_to_the_answer_and_compress_as_one_piece() -> None
     page, layout = await _page(fragments, _definitions(1000))
     assert layout.join() == page
     assert 10 < len(layout.segments) < 200
-    assert all(len(s) <= MAX_SEGMENT_ENTRIES for s in layout.segments)
+    sizes = [sum(len(e) + 1 for e in segment) for segment in layout.segments]
+    longest = max(len(e) + 1 for segment in layout.segments for e in segment)
+    assert all(size < MAX_SEGMENT_BYTES + longest for size in sizes)
+    assert all(size >= MIN_SEGMENT_BYTES for size in sizes[:-1])
     deflater = SegmentDeflater()
     segmented = deflater.deflate(page, layout)
     assert _decoded(segmented) == PREFIX + page + b"}"
@@ -89,16 +98,27 @@ async def test_a_change_deflates_only_the_segments_around_it(change: str) -> Non
     assert deflater.reused_segments >= len(layout2.segments) - 3
 
 
-async def test_only_recent_segments_are_kept() -> None:
+async def test_the_cache_is_bounded_by_its_bytes() -> None:
     definitions = _definitions(200)
-    fragments, deflater = Fragments(), SegmentDeflater(keep=2)
-    counts: list[int] = []
+    fragments, deflater = Fragments(), SegmentDeflater(cache_bytes=64 * 1024)
     for round_ in range(5):  # every entry changes every round: nothing is reused
         changed = [{**d, "description": f"round {round_}"} for d in definitions]
         page, layout = await _page(fragments, changed)
         assert _decoded(deflater.deflate(page, layout)) == PREFIX + page + b"}"
-        counts.append(len(layout.segments))
-        assert len(deflater._cache) == sum(counts[-2:])  # the last two deflations' only
+        assert sum(map(len, deflater._cache.values())) <= 64 * 1024
+
+
+async def test_small_entries_compress_as_one_piece_too() -> None:
+    """Entries of ~200 bytes (resources, prompts): segments still span a whole window."""
+    fragments, deflater = Fragments(), SegmentDeflater()
+    resources = [types.Resource(name=f"file {i}", uri=f"file:///srv/data/{i:05d}.csv",
+                                description=f"row export {i % 97}", mime_type="text/csv")
+                 for i in range(5000)]
+    page, layout = await fragments.page("resources", VERSION, resources, None, None,
+                                        Slicer(budget=3600.0))
+    segmented = deflater.deflate(page, layout)
+    assert _decoded(segmented) == PREFIX + page + b"}"
+    assert len(segmented.blocks) <= len(deflate_result(page).blocks) * 1.01
 
 
 async def test_an_empty_list_and_a_single_entry() -> None:

@@ -174,3 +174,29 @@ async def test_a_cursor_from_before_a_change_is_refused(hub: Hub) -> None:
             await lists.result("tools", EVERYONE, "2025-11-25", cursor)
     assert refused.value.error.code == types.INVALID_PARAMS
     assert "list again" in refused.value.error.message
+
+
+async def test_a_change_deflates_only_the_segments_around_it_and_drops_old_layouts(
+        hub: Hub) -> None:
+    """Through a real registry: the gzip form of a list after one change re-deflates a few
+    segments, decodes to the new list, and only kept preparations keep their layouts."""
+    import zlib
+
+    from mcp_hub.downstream.gzip_answer import gzip_answer
+
+    def decoded(deflated: Any) -> bytes:
+        return zlib.decompress(gzip_answer(b"[", deflated, b"]"), zlib.MAX_WBITS | 16)
+
+    lists = PreparedLists(hub)
+    with anyio.fail_after(60):
+        first = await lists.result("tools", EVERYONE, "2025-11-25")
+        assert decoded(await lists.deflated(first)) == b"[" + first + b"]"
+        cold = lists.segments.deflated_segments
+        register(hub, types.Tool(name="brand_new", input_schema={"type": "object"}))
+        second = await lists.result("tools", EVERYONE, "2025-11-25")
+        assert b'"brand_new"' in second and second != first
+        assert decoded(await lists.deflated(second)) == b"[" + second + b"]"
+    assert cold > 10 and lists.segments.deflated_segments - cold <= 3
+    assert id(second) in lists._layouts and id(first) not in lists._layouts
+    # A page no longer kept (or never prepared here) is still deflated, whole.
+    assert decoded(await lists.deflated(first)) == b"[" + first + b"]"

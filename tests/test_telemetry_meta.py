@@ -106,3 +106,29 @@ def test_traceparent_names_the_trace_and_the_span(parent: str | None) -> None:
         assert flags == ("00" if parent and parent.endswith("-00") else "01")
     if parent is not None:
         assert root.trace_id == int(parent.split("-")[1], 16)
+
+
+@pytest.mark.parametrize("value", [CALLER + "\n", CALLER + "\r\n", "x" + CALLER,
+                                   "01-" + CALLER[3:] + "-" + "f" * 300])
+def test_a_newline_garbage_or_an_overlong_traceparent_passes_nothing(value: str) -> None:
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, {"traceparent": value})
+    assert "_meta" not in _wire(request)["params"]
+    assert parse_traceparent(value) is None
+
+
+def test_spaces_around_are_dropped_and_a_long_tracestate_is_not_passed() -> None:
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, {"traceparent": f" \t{CALLER}\t ", "tracestate": "k=" + "v" * 600})
+    assert _wire(request)["params"]["_meta"] == {"traceparent": CALLER}
+    later = "cc-" + CALLER[3:] + "-extra"  # a later version, with a field appended
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, {"traceparent": later, "tracestate": "k=v"})
+    assert _wire(request)["params"]["_meta"] == {"traceparent": later, "tracestate": "k=v"}
+
+
+def test_a_new_trace_formats_its_head_once_for_all_its_children() -> None:
+    root = SpanRecord.root("tools/call echo", 1, {}, None, Sampler(1.0))
+    first, second = root.child("a", 2, {}), root.child("b", 2, {})
+    assert first.head is second.head is root.head
+    assert root.head == f"00-{root.trace_id:032x}-"

@@ -6,19 +6,20 @@ Yet one added or changed tool changes a couple of kilobytes of it.
 
 So the prepared answer is deflated as a sequence of segments, each a run of
 consecutive entries (:class:`Layout`), and each segment's deflated bytes are
-kept for the next deflation. Segment boundaries depend on the entries alone
-(the boundary falls after an entry whose hash has its low bits zero), not on
-positions, so an entry inserted or removed moves only the boundaries around it
-and every other segment is found again unchanged.
+kept for the next deflation. Segment boundaries depend on the entries, not on
+positions: a segment ends after an entry whose hash has its low bits zero, once
+it holds at least the 32 KiB of a deflate window. An entry inserted, removed or
+edited moves only the boundaries around it, and the other segments are found
+again unchanged.
 
 Every segment is compressed by a compressor of its own and ends with a sync
 flush (byte-aligned, not final), so the segments' deflated bytes concatenate
 into one valid deflate stream whose decoding is the answer. A segment is
 compressed with the last 32 KiB of the one before it as its preset dictionary:
-that is what the decoder's window holds at that point of the stream, so the
-back-references stay valid and the answer compresses as well as in one piece.
-The cache key of a segment is therefore its own entries and those of the
-segment before it.
+that is what the decoder's window holds at that point of the stream (segments
+are at least that long), so the back-references stay valid and the answer
+compresses about as well as in one piece. The cache key of a segment is
+therefore its own entries and those of the segment before it.
 
 The deflated bytes go where :func:`mcp_hub.downstream.gzip_answer.deflate_result`
 puts them (a :class:`~mcp_hub.downstream.gzip_answer.Deflated`), so the gzip
@@ -29,18 +30,25 @@ uncompressed answer.
 from __future__ import annotations
 
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from mcp_hub.downstream.gzip_answer import LEVEL, Deflated, combine_operator
 
-__all__ = ["BOUNDARY_MASK", "MAX_SEGMENT_ENTRIES", "Layout", "SegmentDeflater"]
+__all__ = ["BOUNDARY_MASK", "CACHE_BYTES", "MAX_SEGMENT_BYTES", "MIN_SEGMENT_BYTES", "Layout",
+           "SegmentDeflater"]
 
-#: A segment ends after an entry whose ``hash`` has these bits zero: about 32 entries a segment.
+#: A segment ends after an entry whose ``hash`` has these bits zero (one entry in 32) ...
 BOUNDARY_MASK = 31
-#: ... or after this many entries, whatever their hashes.
-MAX_SEGMENT_ENTRIES = 128
+#: ... once it holds at least a deflate window's worth of bytes ...
+MIN_SEGMENT_BYTES = 32 * 1024
+#: ... or once it holds this many, whatever the hashes.
+MAX_SEGMENT_BYTES = 512 * 1024
+#: Deflated bytes kept for later deflations (least recently used go first).
+CACHE_BYTES = 8 * 1024 * 1024
 _WINDOW = 32 * 1024
 _EMPTY: tuple[bytes, ...] = ()
+_Key = tuple[tuple[bytes, ...], tuple[bytes, ...], bool]
 
 
 @dataclass
@@ -55,25 +63,38 @@ class Layout:
     tail: bytes = b""
     segments: list[tuple[bytes, ...]] = field(default_factory=list)
     _open: list[bytes] = field(default_factory=list)
+    _size: int = 0
 
     def add(self, entry: bytes) -> None:
         """The next entry of the answer (its JSON, as spliced in)."""
         self._open.append(entry)
-        if hash(entry) & BOUNDARY_MASK == 0 or len(self._open) >= MAX_SEGMENT_ENTRIES:
+        self._size += len(entry) + 1
+        size = self._size
+        if size >= MIN_SEGMENT_BYTES and (hash(entry) & BOUNDARY_MASK == 0
+                                          or size >= MAX_SEGMENT_BYTES):
             self.segments.append(tuple(self._open))
-            self._open = []
+            self._open, self._size = [], 0
 
     def close(self, tail: bytes) -> Layout:
         """The bytes after the last entry; the layout is complete."""
         if self._open:
             self.segments.append(tuple(self._open))
-            self._open = []
+            self._open, self._size = [], 0
         self.tail = tail
         return self
 
     def join(self) -> bytes:
         """The answer's bytes (what the layout describes; the tests compare the two)."""
         return self.head + b",".join(e for segment in self.segments for e in segment) + self.tail
+
+
+def _window(segment: tuple[bytes, ...]) -> bytes:
+    """The last 32 KiB of ``segment`` as it stands in the answer (a comma after it)."""
+    size, start = 0, len(segment)
+    while start > 0 and size < _WINDOW:
+        start -= 1
+        size += len(segment[start]) + 1
+    return (b",".join(segment[start:]) + b",")[-_WINDOW:]
 
 
 def _deflate(data: bytes, zdict: bytes | None, level: int) -> bytes:
@@ -83,18 +104,20 @@ def _deflate(data: bytes, zdict: bytes | None, level: int) -> bytes:
 
 
 class SegmentDeflater:
-    """Deflates laid-out answers, keeping the segments of the last few for the next ones.
+    """Deflates laid-out answers, keeping deflated segments (up to ``cache_bytes``) for the
+    next ones.
 
     Blocking, and not thread-safe: it runs in the one low-priority thread
     (:mod:`mcp_hub.low_priority`), where zlib works without the GIL.
     """
 
-    def __init__(self, level: int = LEVEL, keep: int = 8) -> None:
+    def __init__(self, level: int = LEVEL, cache_bytes: int = CACHE_BYTES) -> None:
         self.level = level
-        #: How many recent deflations' segments are kept.
-        self.keep = keep
-        self._cache: dict[tuple[tuple[bytes, ...], tuple[bytes, ...], bool], bytes] = {}
-        self._recent: list[set[tuple[tuple[bytes, ...], tuple[bytes, ...], bool]]] = []
+        #: At most this many deflated bytes are kept (the key's entries are the lists'
+        #: own cached JSON, mostly held by :mod:`.list_fragments` anyway).
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[_Key, bytes] = OrderedDict()
+        self._cached = 0
         #: Segments deflated so far (cache misses); the tests and the benchmark read it.
         self.deflated_segments = 0
         #: Segments found deflated already.
@@ -103,36 +126,25 @@ class SegmentDeflater:
     def deflate(self, answer: bytes, layout: Layout) -> Deflated:
         """``answer`` (which ``layout`` describes) as non-final deflate blocks ending byte-aligned."""
         parts = [_deflate(layout.head, None, self.level)]
-        used: set[tuple[tuple[bytes, ...], tuple[bytes, ...], bool]] = set()
+        cache = self._cache
         previous: tuple[bytes, ...] = _EMPTY
-        previous_raw = b""
         last = len(layout.segments) - 1
         for index, segment in enumerate(layout.segments):
             key = (previous, segment, index == last)
-            used.add(key)
-            data = self._cache.get(key)
-            raw = b""
+            data = cache.get(key)
             if data is None:
                 raw = b",".join(segment) + (b"" if index == last else b",")
-                if not previous_raw and previous:
-                    previous_raw = b",".join(previous) + b","
-                data = _deflate(raw, previous_raw[-_WINDOW:] if previous else None, self.level)
-                self._cache[key] = data
+                data = _deflate(raw, _window(previous) if previous else None, self.level)
+                cache[key] = data
+                self._cached += len(data)
                 self.deflated_segments += 1
             else:
+                cache.move_to_end(key)
                 self.reused_segments += 1
             parts.append(data)
-            previous, previous_raw = segment, raw
+            previous = segment
         parts.append(_deflate(layout.tail, None, self.level))
-        self._remember(used)
+        while self._cached > self.cache_bytes and cache:
+            self._cached -= len(cache.popitem(last=False)[1])
         blocks = b"".join(parts)
         return Deflated(blocks, zlib.crc32(answer), len(answer), combine_operator(len(answer)))
-
-    def _remember(self, used: set[tuple[tuple[bytes, ...], tuple[bytes, ...], bool]]) -> None:
-        """Keep the segments of the last ``keep`` deflations, and no others."""
-        self._recent.append(used)
-        if len(self._recent) > self.keep:
-            self._recent.pop(0)
-        live = set().union(*self._recent)
-        for key in [k for k in self._cache if k not in live]:
-            del self._cache[key]

@@ -101,8 +101,8 @@ class PreparedLists:
         self._pace = anyio.Lock()
         #: Deflated pages by the identity of their bytes (the bytes are kept, so the id is theirs).
         self._deflated: OrderedDict[int, tuple[bytes, Deflated]] = OrderedDict()
-        #: How each prepared page is made of its entries, by the identity of its bytes.
-        self._layouts: OrderedDict[int, tuple[bytes, Layout]] = OrderedDict()
+        #: How each kept page (of ``_entries``) is made of its entries, by its bytes' identity.
+        self._layouts: dict[int, tuple[bytes, Layout]] = {}
         #: Deflates pages in segments, reusing those a change left alone (:mod:`.gzip_segments`).
         self.segments = SegmentDeflater()
         #: How many pages were deflated (a burst of gzip lists of one page counts once).
@@ -210,16 +210,28 @@ class PreparedLists:
             await slicer.checkpoint()
             hint = self.hint(kind, caller)
             serial = next(self._serials)
-            pages = await self._build(kind, version, serial, items, hint, slicer)
+            pages, layouts = await self._build(kind, version, serial, items, hint, slicer)
             self.fragments.sweep(kind, len(items))  # old versions of changed entries go
             self.preparations += 1
             self.slices += slicer.yields + 1
             if self.generation(kind) == generation and self.hub.config is config:
+                self._forget_layouts(self._entries.get(key))
                 self._entries[key] = _Prepared(generation, config, pages, serial, hint)
                 self._entries.move_to_end(key)
+                for page, layout in zip(pages, layouts, strict=True):
+                    self._layouts[id(page)] = (page, layout)
                 while len(self._entries) > _MAX_ENTRIES:
-                    self._entries.popitem(last=False)
+                    self._forget_layouts(self._entries.popitem(last=False)[1])
             # else: the list changed while it was prepared; the caller's loop prepares again.
+
+    def _forget_layouts(self, entry: _Prepared | None) -> None:
+        """Drop the layouts of a preparation no longer kept (its pages may still be in use,
+        and are deflated whole if asked for)."""
+        if entry is not None:
+            for page in entry.pages:
+                held = self._layouts.get(id(page))
+                if held is not None and held[0] is page:
+                    del self._layouts[id(page)]
 
     def _page(self, entry: _Prepared, cursor: str | None) -> bytes:
         if cursor is None:
@@ -235,20 +247,20 @@ class PreparedLists:
 
     # ------------------------------------------------------------------ building (on the loop, sliced)
     async def _build(self, kind: ListKind, version: str, serial: int, items: list[Any],
-                     hint: tuple[int, str] | None, slicer: Slicer) -> list[bytes]:
+                     hint: tuple[int, str] | None, slicer: Slicer
+                     ) -> tuple[list[bytes], list[Layout]]:
         configured = getattr(self.hub.config.hub, "list_page_size", 0)
         size = self.page_size or configured or max(len(items), 1)
         chunks = [items[i:i + size] for i in range(0, len(items), size)] or [[]]
         pages: list[bytes] = []
+        layouts: list[Layout] = []
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
             cursor = None if last else _make_cursor(serial, index + 1)
             page, layout = await self.fragments.page(kind, version, chunk, cursor, hint, slicer)
             pages.append(page)
-            self._layouts[id(page)] = (page, layout)
-            while len(self._layouts) > _MAX_ENTRIES:
-                self._layouts.popitem(last=False)
-        return pages
+            layouts.append(layout)
+        return pages, layouts
 
     async def _items(self, kind: ListKind, caller: Caller, slicer: Slicer) -> list[Any]:
         if kind == "tools":  # definitions, in slices; the entries' JSON is cached per definition

@@ -17,11 +17,15 @@ def write_meta(params: Any, rec: SpanRecord) -> None:
 
 
 def pass_meta(params: Any, caller_meta: Any) -> None:
-    """The caller's W3C trace context (``traceparent``, ``tracestate``), unchanged, into
-    ``params``' ``_meta``: the hub is transparent to a trace it does not record, as the
-    W3C Trace Context recommendation asks of systems that do not participate. A
-    malformed ``traceparent`` is not passed on; anything else the caller's ``_meta``
-    holds stays with the hub."""
+    """The caller's W3C trace context (``traceparent``, ``tracestate``) into ``params``'
+    ``_meta``, as it came: the hub is transparent to a trace it does not record, as the
+    W3C Trace Context recommendation asks of systems that do not participate.
+
+    Only a valid context passes: a malformed or overlong ``traceparent`` passes
+    nothing, one with spaces or tabs around it passes without them, and a
+    ``tracestate`` longer than ``MAX_TRACESTATE`` is dropped. Anything else the
+    caller's ``_meta`` holds stays with the hub.
+    """
     if not isinstance(caller_meta, Mapping):
         return
     traceparent = caller_meta.get("traceparent")
@@ -29,7 +33,7 @@ def pass_meta(params: Any, caller_meta: Any) -> None:
         return
     parent = parse_traceparent(traceparent, caller_meta.get("tracestate"))
     if parent is not None:
-        _put(params, traceparent, parent.tracestate)
+        _put(params, traceparent.strip(" \t"), parent.tracestate)
 
 
 def _put(params: Any, traceparent: str, tracestate: str | None) -> None:

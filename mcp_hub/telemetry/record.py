@@ -30,7 +30,10 @@ __all__ = ["CURRENT", "Sampler", "SpanRecord", "parse_traceparent"]
 #: SpanKind values (as opentelemetry.trace.SpanKind numbers them).
 INTERNAL, SERVER, CLIENT = 0, 1, 2
 
-_TRACEPARENT = re.compile(r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$")
+_TRACEPARENT = re.compile(r"[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*")
+#: Longest ``traceparent`` taken (version 00 is 55 characters; later versions may append
+#: fields) and longest ``tracestate`` (the length W3C Trace Context asks systems to pass on).
+MAX_TRACEPARENT, MAX_TRACESTATE = 256, 512
 _getrandbits = random.getrandbits
 _now = time.time_ns
 
@@ -57,9 +60,9 @@ class Parent:
 
 def parse_traceparent(value: Any, tracestate: Any = None) -> Parent | None:
     """The W3C ``traceparent`` (and ``tracestate``) as a :class:`Parent`; None if invalid."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > MAX_TRACEPARENT:
         return None
-    match = _TRACEPARENT.match(value)
+    match = _TRACEPARENT.fullmatch(value)
     if match is None:
         return None
     version, trace_hex, span_hex, flags, rest = match.groups()
@@ -68,7 +71,8 @@ def parse_traceparent(value: Any, tracestate: Any = None) -> Parent | None:
     trace_id, span_id = int(trace_hex, 16), int(span_hex, 16)
     if not trace_id or not span_id:
         return None
-    state = tracestate if isinstance(tracestate, str) and tracestate else None
+    state = (tracestate if isinstance(tracestate, str) and 0 < len(tracestate) <= MAX_TRACESTATE
+             else None)
     return Parent(trace_id, span_id, bool(int(flags, 16) & 1), state, f"00-{trace_hex}-")
 
 
@@ -145,8 +149,11 @@ class SpanRecord:
 
     def child(self, name: str, kind: int, attrs: dict[str, Any]) -> SpanRecord:
         """A span under this one, in the same trace and with its sampling decision."""
+        head = self.head
+        if head is None:  # a new trace's first child: the head is formatted here, once
+            head = self.head = f"00-{self.trace_id:032x}-"
         return SpanRecord(name, kind, attrs, self.trace_id, self.span_id, self.sampled,
-                          self.tracestate, False, self.head)
+                          self.tracestate, False, head)
 
     def traceparent(self) -> str:
         """This span as a W3C ``traceparent``, for the requests it makes."""

@@ -369,12 +369,13 @@ _TARGETED = frozenset(("tools/call", "prompts/get"))
 
 
 def client_span(call: Any, server: str, request: Any, transport: str | None) -> ClientSpan | _Noop:
-    """The CLIENT span of an upstream request made for ``call`` (no-op when untraced).
+    """The CLIENT span of an upstream request made for ``call``.
 
     Entering it writes the span's ``traceparent`` into ``request``'s ``_meta``. When
-    the hub records no span for ``call`` (telemetry off), the trace context the
-    client sent is passed on to the upstream unchanged instead, so a trace the hub
-    does not record still joins the client's and the upstream's spans.
+    the hub has no span for ``call`` (telemetry off, or a request outside any
+    traced one), the span is a no-op, and the trace context the client sent, if
+    valid, is written into ``request``'s ``_meta`` as it came instead, so a trace
+    the hub does not record still joins the client's and the upstream's spans.
     """
     owner = _owner(call)
     if owner is None:
