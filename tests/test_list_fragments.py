@@ -196,7 +196,7 @@ async def test_a_change_deflates_only_the_segments_around_it_and_drops_old_layou
         second = await lists.result("tools", EVERYONE, "2025-11-25")
         assert b'"brand_new"' in second and second != first
         assert decoded(await lists.deflated(second)) == b"[" + second + b"]"
-    assert cold > 10 and lists.segments.deflated_segments - cold <= 3
+    assert cold > 10 and lists.segments.deflated_segments - cold <= 5  # of some 20
     assert id(second) in lists._layouts and id(first) not in lists._layouts
     # A page no longer kept (or never prepared here) is still deflated, whole.
     assert decoded(await lists.deflated(first)) == b"[" + first + b"]"

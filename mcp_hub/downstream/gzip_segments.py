@@ -44,8 +44,9 @@ BOUNDARY_MASK = 31
 MIN_SEGMENT_BYTES = 32 * 1024
 #: ... or once it holds this many, whatever the hashes.
 MAX_SEGMENT_BYTES = 512 * 1024
-#: Deflated bytes kept for later deflations (least recently used go first).
-CACHE_BYTES = 8 * 1024 * 1024
+#: Segments kept for later deflations, counted by their uncompressed size (the key holds
+#: their entries; least recently used go first): some twenty 1.7 MB answers' worth.
+CACHE_BYTES = 32 * 1024 * 1024
 _WINDOW = 32 * 1024
 _EMPTY: tuple[bytes, ...] = ()
 _Key = tuple[tuple[bytes, ...], tuple[bytes, ...], bool]
@@ -104,8 +105,8 @@ def _deflate(data: bytes, zdict: bytes | None, level: int) -> bytes:
 
 
 class SegmentDeflater:
-    """Deflates laid-out answers, keeping deflated segments (up to ``cache_bytes``) for the
-    next ones.
+    """Deflates laid-out answers, keeping deflated segments (up to ``cache_bytes`` of their
+    uncompressed size) for the next ones.
 
     Blocking, and not thread-safe: it runs in the one low-priority thread
     (:mod:`mcp_hub.low_priority`), where zlib works without the GIL.
@@ -113,10 +114,10 @@ class SegmentDeflater:
 
     def __init__(self, level: int = LEVEL, cache_bytes: int = CACHE_BYTES) -> None:
         self.level = level
-        #: At most this many deflated bytes are kept (the key's entries are the lists'
-        #: own cached JSON, mostly held by :mod:`.list_fragments` anyway).
+        #: Segments of at most this many uncompressed bytes are kept (the keys hold the
+        #: entries, the lists' own cached JSON, mostly held by :mod:`.list_fragments` too).
         self.cache_bytes = cache_bytes
-        self._cache: OrderedDict[_Key, bytes] = OrderedDict()
+        self._cache: OrderedDict[_Key, tuple[bytes, int]] = OrderedDict()
         self._cached = 0
         #: Segments deflated so far (cache misses); the tests and the benchmark read it.
         self.deflated_segments = 0
@@ -131,20 +132,21 @@ class SegmentDeflater:
         last = len(layout.segments) - 1
         for index, segment in enumerate(layout.segments):
             key = (previous, segment, index == last)
-            data = cache.get(key)
-            if data is None:
+            held = cache.get(key)
+            if held is None:
                 raw = b",".join(segment) + (b"" if index == last else b",")
                 data = _deflate(raw, _window(previous) if previous else None, self.level)
-                cache[key] = data
-                self._cached += len(data)
+                cache[key] = (data, len(raw))
+                self._cached += len(raw)
                 self.deflated_segments += 1
             else:
+                data = held[0]
                 cache.move_to_end(key)
                 self.reused_segments += 1
             parts.append(data)
             previous = segment
         parts.append(_deflate(layout.tail, None, self.level))
         while self._cached > self.cache_bytes and cache:
-            self._cached -= len(cache.popitem(last=False)[1])
+            self._cached -= cache.popitem(last=False)[1][1]
         blocks = b"".join(parts)
         return Deflated(blocks, zlib.crc32(answer), len(answer), combine_operator(len(answer)))
