@@ -173,6 +173,24 @@ async def test_http_path_context_from_meta_or_headers_out_in_meta_and_headers(
     assert by_header["meta"] == f"00-{trace_header}-{client2.span_id}-01"
 
 
+async def test_http_path_off_passes_the_context_from_meta_or_headers(tmp_path: Path) -> None:
+    """Telemetry off, over Streamable HTTP: the client's context reaches the upstream's
+    ``_meta`` as it came, from ``_meta`` first and from the HTTP headers otherwise."""
+    config = write_config(tmp_path, _upstream_stdio())
+    tp_meta, _, _ = _traceparent()
+    tp_header, _, _ = _traceparent()
+    with anyio.fail_after(60):
+        async with http_hub(config, tmp_path) as hub:
+            async with http_session(hub.mcp_url, headers={"traceparent": tp_header}) as s:
+                by_meta = _seen(await s.call_tool("trace_seen", {}, meta={"traceparent": tp_meta}))
+                by_header = _seen(await s.call_tool("trace_seen", {}))
+            async with http_session(hub.mcp_url) as s:
+                neither = _seen(await s.call_tool("trace_seen", {}))
+    assert by_meta["meta"] == tp_meta
+    assert by_header["meta"] == tp_header
+    assert neither["meta"] is None
+
+
 async def test_bridge_tool_call_is_one_trace(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
         body = _upstream_stdio() + '\n[tool_search]\nmode = "on"\n' + _telemetry(endpoint)

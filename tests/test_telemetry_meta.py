@@ -132,3 +132,25 @@ def test_a_new_trace_formats_its_head_once_for_all_its_children() -> None:
     first, second = root.child("a", 2, {}), root.child("b", 2, {})
     assert first.head is second.head is root.head
     assert root.head == f"00-{root.trace_id:032x}-"
+
+
+def test_the_http_headers_context_passes_when_meta_has_none() -> None:
+    from starlette.datastructures import Headers
+
+    headers = Headers(raw=[(b"host", b"hub"), (b"traceparent", CALLER.encode()),
+                           (b"tracestate", b"k=v")])
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, {"progressToken": 1}, headers)
+    assert _wire(request)["params"]["_meta"] == {"traceparent": CALLER, "tracestate": "k=v"}
+    # _meta's own context comes first, as when the hub traces.
+    other = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, {"traceparent": other}, headers)
+    assert _wire(request)["params"]["_meta"] == {"traceparent": other}
+    # A malformed one in _meta falls back to the headers'.
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, {"traceparent": "00-bad"}, headers)
+    assert _wire(request)["params"]["_meta"]["traceparent"] == CALLER
+    request = CallToolRequest(params=CallToolRequestParams(name="echo", arguments={}))
+    pass_meta(request.params, None, Headers(raw=[(b"host", b"hub")]))
+    assert "_meta" not in _wire(request)["params"]

@@ -16,24 +16,28 @@ def write_meta(params: Any, rec: SpanRecord) -> None:
     _put(params, rec.traceparent(), rec.tracestate)
 
 
-def pass_meta(params: Any, caller_meta: Any) -> None:
+def pass_meta(params: Any, caller_meta: Any, headers: Any = None) -> None:
     """The caller's W3C trace context (``traceparent``, ``tracestate``) into ``params``'
     ``_meta``, as it came: the hub is transparent to a trace it does not record, as the
     W3C Trace Context recommendation asks of systems that do not participate.
 
-    Only a valid context passes: a malformed or overlong ``traceparent`` passes
-    nothing, one with spaces or tabs around it passes without them, and a
+    The context is the request's ``_meta`` first, its HTTP headers (``headers``, a
+    mapping with case-insensitive or lower-case keys) otherwise, as when the hub
+    traces. Only a valid context passes: a malformed or overlong ``traceparent``
+    passes nothing, one with spaces or tabs around it passes without them, and a
     ``tracestate`` longer than ``MAX_TRACESTATE`` is dropped. Anything else the
-    caller's ``_meta`` holds stays with the hub.
+    caller's ``_meta`` or headers hold stays with the hub.
     """
-    if not isinstance(caller_meta, Mapping):
-        return
-    traceparent = caller_meta.get("traceparent")
-    if traceparent is None:
-        return
-    parent = parse_traceparent(traceparent, caller_meta.get("tracestate"))
-    if parent is not None:
-        _put(params, traceparent.strip(" \t"), parent.tracestate)
+    for source in (caller_meta, headers):
+        if not source or not isinstance(source, Mapping):
+            continue
+        traceparent = source.get("traceparent")
+        if traceparent is None:
+            continue
+        parent = parse_traceparent(traceparent, source.get("tracestate"))
+        if parent is not None:
+            _put(params, traceparent.strip(" \t"), parent.tracestate)
+            return
 
 
 def _put(params: Any, traceparent: str, tracestate: str | None) -> None:

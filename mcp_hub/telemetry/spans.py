@@ -373,17 +373,19 @@ def client_span(call: Any, server: str, request: Any, transport: str | None) -> 
 
     Entering it writes the span's ``traceparent`` into ``request``'s ``_meta``. When
     the hub has no span for ``call`` (telemetry off, or a request outside any
-    traced one), the span is a no-op, and the trace context the client sent, if
-    valid, is written into ``request``'s ``_meta`` as it came instead, so a trace
-    the hub does not record still joins the client's and the upstream's spans.
+    traced one), the span is a no-op, and the trace context the client sent
+    (``_meta`` first, HTTP headers otherwise), if valid, is written into
+    ``request``'s ``_meta`` as it came instead, so a trace the hub does not record
+    still joins the client's and the upstream's spans.
     """
     owner = _owner(call)
     if owner is None:
-        caller_meta = getattr(call, "meta", None) if call is not None else None
-        if caller_meta:
-            params = getattr(request, "params", None)
-            if params is not None:
-                pass_meta(params, caller_meta)
+        if call is not None:
+            caller_meta, headers = getattr(call, "meta", None), getattr(call, "headers", None)
+            if caller_meta or headers:
+                params = getattr(request, "params", None)
+                if params is not None:
+                    pass_meta(params, caller_meta, headers)
         return NOOP
     method = getattr(request, "method", "request")
     params = getattr(request, "params", None)
