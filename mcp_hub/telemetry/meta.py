@@ -3,10 +3,9 @@ or, when the hub does not trace the call, the caller's own context passed on unc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from mcp_hub.telemetry.record import SpanRecord, parse_traceparent
+from mcp_hub.telemetry.record import SpanRecord, parent_from
 
 __all__ = ["pass_meta", "write_meta"]
 
@@ -28,16 +27,9 @@ def pass_meta(params: Any, caller_meta: Any, headers: Any = None) -> None:
     ``tracestate`` longer than ``MAX_TRACESTATE`` is dropped. Anything else the
     caller's ``_meta`` or headers hold stays with the hub.
     """
-    for source in (caller_meta, headers):
-        if not source or not isinstance(source, Mapping):
-            continue
-        traceparent = source.get("traceparent")
-        if traceparent is None:
-            continue
-        parent = parse_traceparent(traceparent, source.get("tracestate"))
-        if parent is not None:
-            _put(params, traceparent.strip(" \t"), parent.tracestate)
-            return
+    parent = parent_from(caller_meta, headers)
+    if parent is not None and parent.traceparent is not None:
+        _put(params, parent.traceparent, parent.tracestate)
 
 
 def _put(params: Any, traceparent: str, tracestate: str | None) -> None:

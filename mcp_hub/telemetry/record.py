@@ -46,16 +46,18 @@ CURRENT: ContextVar[Any] = ContextVar("mcp_hub_span", default=None)
 class Parent:
     """A caller's trace context: ids, its sampled flag and its ``tracestate``."""
 
-    __slots__ = ("head", "sampled", "span_id", "trace_id", "tracestate")
+    __slots__ = ("head", "sampled", "span_id", "trace_id", "traceparent", "tracestate")
 
     def __init__(self, trace_id: int, span_id: int, sampled: bool, tracestate: str | None,
-                 head: str | None = None) -> None:
+                 head: str | None = None, traceparent: str | None = None) -> None:
         self.trace_id = trace_id
         self.span_id = span_id
         self.sampled = sampled
         self.tracestate = tracestate
         #: ``"00-<trace id in hex>-"``: how every ``traceparent`` of this trace begins.
         self.head = head
+        #: The ``traceparent`` as the caller sent it (spaces and tabs around it dropped).
+        self.traceparent = traceparent
 
 
 def parse_traceparent(value: Any, tracestate: Any = None) -> Parent | None:
@@ -73,7 +75,8 @@ def parse_traceparent(value: Any, tracestate: Any = None) -> Parent | None:
         return None
     state = (tracestate if isinstance(tracestate, str) and 0 < len(tracestate) <= MAX_TRACESTATE
              else None)
-    return Parent(trace_id, span_id, bool(int(flags, 16) & 1), state, f"00-{trace_hex}-")
+    return Parent(trace_id, span_id, bool(int(flags, 16) & 1), state, f"00-{trace_hex}-",
+                  value.strip(" \t"))
 
 
 def parent_from(meta: Mapping[str, Any] | None, headers: Mapping[str, str] | None) -> Parent | None:
@@ -149,18 +152,19 @@ class SpanRecord:
 
     def child(self, name: str, kind: int, attrs: dict[str, Any]) -> SpanRecord:
         """A span under this one, in the same trace and with its sampling decision."""
-        head = self.head
-        if head is None:  # a new trace's first child: the head is formatted here, once
-            head = self.head = f"00-{self.trace_id:032x}-"
         return SpanRecord(name, kind, attrs, self.trace_id, self.span_id, self.sampled,
-                          self.tracestate, False, head)
+                          self.tracestate, False, self._head())
 
     def traceparent(self) -> str:
         """This span as a W3C ``traceparent``, for the requests it makes."""
+        return f"{self._head()}{self.span_id:016x}{'-01' if self.sampled else '-00'}"
+
+    def _head(self) -> str:
+        """``"00-<trace id in hex>-"``, formatted once per trace (a new trace's first use)."""
         head = self.head
         if head is None:
             head = self.head = f"00-{self.trace_id:032x}-"
-        return f"{head}{self.span_id:016x}{'-01' if self.sampled else '-00'}"
+        return head
 
     def event(self, name: str, attrs: dict[str, Any]) -> None:
         if self.events is None:
