@@ -171,16 +171,9 @@ class Fragments:
         """One page's serialised result, built in slices, and how it is made of its entries
         (for deflating it in segments, :mod:`.gzip_segments`)."""
         dumped, head, tail = self.envelope(kind, version, cursor, hint)
-        parts: list[bytes] = [head]
         layout = Layout(head)
         for item in items:
-            data = self.entry(kind, version, item, dumped)
-            parts.append(data)
-            parts.append(b",")
-            layout.add(data)
+            layout.add(self.entry(kind, version, item, dumped))
             await slicer.checkpoint()
-        if len(parts) > 1:
-            parts.pop()  # the comma after the last entry
-        parts.append(tail)
-        # One copy of the answer (a megabyte or two for large catalogs).
-        return b"".join(parts), layout.close(tail)
+        layout.close(tail)
+        return layout.join(), layout
