@@ -25,12 +25,13 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 RUN python -m venv /opt/mcp-hub
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY mcp_hub ./mcp_hub
 COPY builtin_tools ./builtin_tools
-# Build the wheel, then install it (and only it, with its dependencies) into the venv.
+# Build the wheel, then install it (and only it, with its dependencies at the versions
+# of requirements.lock) into the venv.
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
- && /opt/mcp-hub/bin/pip install /wheels/*.whl
+ && /opt/mcp-hub/bin/pip install -c requirements.lock /wheels/*.whl
 # Python upstream servers to bake in, e.g. "mcp-server-time mcp-server-git" (pin them).
 ARG UPSTREAM_PACKAGES=""
 # hadolint ignore=SC2086
