@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, quote
 
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import INVALID_PARAMS
 from starlette.applications import Starlette
@@ -38,10 +38,13 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_hub import compat
 from mcp_hub.access import Caller
 from mcp_hub.auth.audit import AuditLog
 from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, sdk_user
 from mcp_hub.auth.identity import Identity
+from mcp_hub.compat import hooks
+from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.client_metadata import CLIENT_METADATA_PATH, client_metadata_routes
@@ -325,7 +328,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         BoundedEventStore(http.event_store_max_events, http.event_store_max_bytes),
         hub.open_calls, http.resume_grace_seconds)
     replicas = replica_sessions_for(hub, http)
-    managers: dict[str | None, StreamableHTTPSessionManager] = {
+    managers: dict[str | None, HookedSessionManager] = {
         name: (PooledSessionManager if stateless else partial(
             _HubSessionManager, resumption=resumption, replicas=replicas))(
             server,
@@ -369,7 +372,9 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     app = Starlette(routes=routes, lifespan=lifespan)
     add_replica_middleware(app, bus, replicas, resumption, http.max_body_bytes)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption)
-    if not stateless:  # plain JSON answers for plain requests on live sessions
+    # Plain JSON answers for plain requests on live sessions; off (the SDK's path
+    # serves everything) when the transport's private counters are not as expected.
+    if not stateless and compat.feature_ok(hooks.HTTP_FAST_PATH):
         app.add_middleware(HttpFastPath, hub=hub, max_body=http.max_body_bytes, served=fast_served,
                            bus=bus, endpoints={
             manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()

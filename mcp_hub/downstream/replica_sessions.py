@@ -9,10 +9,10 @@ sealed protocol version, capabilities and client info. What changed after
 ``initialize`` — the log level and resource subscriptions — comes from the
 shared state store (:func:`remember_level`, :func:`remember_subscription`).
 
-:class:`ReplicaSessionManager` overrides internal steps of the SDK's session
-manager (``_handle_stateful_request``, ``_admit_session``), as
-:mod:`~mcp_hub.downstream.session_pool` does; ``tests/test_replica_sessions.py``
-pins the behaviour across SDK updates. The HTTP fast path calls
+:class:`ReplicaSessionManager` overrides steps of the SDK's session manager
+(``handle_stateful_request``, ``admit_session``) through
+:class:`~mcp_hub.compat.sdk_http.HookedSessionManager`, whose hooks the start-up
+check verifies, as :mod:`~mcp_hub.downstream.session_pool` does. The HTTP fast path calls
 :meth:`ReplicaSessionManager.local_or_recovered` to obtain a session's
 transport whichever replica opened it.
 """
@@ -32,13 +32,13 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, Authorizat
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, serve_connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from mcp_hub.access import Caller
+from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.downstream.asgi_body import buffer_body
 from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag, session_credential
 from mcp_hub.log_levels import set_client_log_level
@@ -178,7 +178,7 @@ def _caller_of(endpoint: str) -> Caller:
     return Caller(profile=parts[1] if len(parts) == 3 and parts[0] == "p" else None)
 
 
-class ReplicaSessionManager(StreamableHTTPSessionManager):
+class ReplicaSessionManager(HookedSessionManager):
     """The SDK's session manager, with sealed session ids any replica can rebuild."""
 
     def __init__(self, *args: Any, replicas: ReplicaSessions | None = None, **kwargs: Any) -> None:
@@ -195,9 +195,9 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
     def sealing(self) -> bool:
         return self._replicas is not None and self._replicas.sealer is not None
 
-    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.sealing:
-            await super()._handle_stateful_request(scope, receive, send)
+            await super().handle_stateful_request(scope, receive, send)
             return
         sid = None
         for name, value in scope["headers"]:
@@ -207,7 +207,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         if sid is None:
             await self._open_new(scope, receive, send, auth or "")
             return
-        if sid in self._server_instances:
+        if sid in self.transports:
             if self._owner_tags.get(sid, "") != credential_tag(auth or ""):
                 await _not_found(scope, receive, send)
                 return
@@ -218,8 +218,8 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
             if transport is None:
                 await _not_found(scope, receive, send)
                 return
-        await super()._handle_stateful_request(scope, receive, send)
-        if scope.get("method") == "DELETE" and sid not in self._server_instances:
+        await super().handle_stateful_request(scope, receive, send)
+        if scope.get("method") == "DELETE" and sid not in self.transports:
             assert self._replicas is not None
             await self._replicas.closed(sid)
 
@@ -241,20 +241,20 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                   else None)
         token = _NEXT_ID.set(wanted)
         try:
-            await super()._handle_stateful_request(scope, read.receive, send)
+            await super().handle_stateful_request(scope, read.receive, send)
         finally:
             _NEXT_ID.reset(token)
 
-    def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
-        transport = super()._admit_session(requestor)
+    def admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
+        transport = super().admit_session(requestor)
         wanted = _NEXT_ID.get()
         if transport is None or wanted is None or transport.mcp_session_id is None:
             return transport
         old = transport.mcp_session_id
         transport.mcp_session_id = wanted
-        self._server_instances[wanted] = self._server_instances.pop(old)
-        if old in self._session_owners:
-            self._session_owners[wanted] = self._session_owners.pop(old)
+        self.transports[wanted] = self.transports.pop(old)
+        if old in self.owners:
+            self.owners[wanted] = self.owners.pop(old)
         return transport
 
     async def local_or_recovered(self, session_id: str, authorization: str,
@@ -268,36 +268,36 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         None when the id is not a valid sealed id for this credential (answer 404),
         or when the session cap leaves no room.
         """
-        transport = self._server_instances.get(session_id)
+        transport = self.transports.get(session_id)
         if transport is not None or self._replicas is None:
             return transport
         params = self._replicas.open(session_id, authorization, self._endpoint)
         if params is None or await self._replicas.was_closed(session_id):
             return None
-        async with self._session_creation_lock:
-            transport = self._server_instances.get(session_id)
+        async with self.creation_lock:
+            transport = self.transports.get(session_id)
             if transport is not None:
                 return transport
             token = _NEXT_ID.set(session_id)
             try:
-                transport = self._admit_session(requestor)
+                transport = self.admit_session(requestor)
             finally:
                 _NEXT_ID.reset(token)
             if transport is None:
                 return None
             self._owner_tags[session_id] = credential_tag(authorization)
-            assert self._task_group is not None
-            await self._task_group.start(self._run_recovered, transport, params)
+            assert self.task_group is not None
+            await self.task_group.start(self._run_recovered, transport, params)
         self._replicas.recovered += 1
         logger.info("rebuilt session %s… from its sealed id", session_id[:12])
         return transport
 
-    async def _serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
+    async def serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
                                      scope: Scope, receive: Receive, send: Send) -> None:
         sid = http_transport.mcp_session_id
         if sid is not None:
             self._owner_tags[sid] = credential_tag(session_credential(scope))
-        await super()._serve_opening_request(http_transport, scope, receive, send)
+        await super().serve_opening_request(http_transport, scope, receive, send)
 
     async def _run_recovered(self, transport: StreamableHTTPServerTransport, params: dict[str, Any],
                              *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -324,14 +324,14 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
             except Exception:
                 logger.exception("rebuilt session %s… crashed", sid[:12])
             finally:
-                await self._discard_session(sid, transport)
+                await self.discard_session(sid, transport)
                 if not started:
                     task_status.started()
 
-    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
+    async def discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
                                ) -> None:
         self._owner_tags.pop(session_id, None)
-        await super()._discard_session(session_id, transport)
+        await super().discard_session(session_id, transport)
 
 
 async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:

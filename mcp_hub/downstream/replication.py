@@ -14,9 +14,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 
+from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.event_mirror import EventMirror, MirroredReplay
 from mcp_hub.downstream.replica_bus import BusTap, ReplicaBus
@@ -42,7 +42,7 @@ def replica_sessions_for(hub: Hub, http: HttpConfig) -> ReplicaSessions:
     return ReplicaSessions(SessionSealer(secret) if secret else None, hub.state, hub)
 
 
-def attach_bus(state: StateBackend, managers: Iterable[StreamableHTTPSessionManager],
+def attach_bus(state: StateBackend, managers: Iterable[HookedSessionManager],
                resumption: Resumption, replicas: ReplicaSessions) -> ReplicaBus | None:
     """The bus between replicas, if they share a store and sessions move between them;
     dropped streams are then mirrored to the store so any replica can resume them."""

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
+from mcp_hub.upstream.in_flight import InFlightCall
 from mcp_hub.upstream.list_hints import ListHint
 from mcp_hub.upstream.listening import Kind, WatchedUris
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
@@ -32,7 +33,6 @@ from mcp_hub.upstream.transports import TransportProbe
 
 if TYPE_CHECKING:
     from mcp_hub.prespawn import AdoptEarly
-    from mcp_hub.upstream.calls import _Call
 
 __all__ = ["ConnectionHooks", "ConnectionState", "Kind", "ToolRecord"]
 
@@ -131,7 +131,7 @@ class ConnectionState:
         self._wake = anyio.Event()
         self._refresh_wanted = anyio.Event()
         self._refresh_kinds: set[Kind] = set()
-        self._inflight: dict[int, _Call] = {}
+        self._inflight: dict[int, InFlightCall] = {}
         self._ids = itertools.count()
         self._scope: anyio.CancelScope | None = None
         self._probe: TransportProbe | None = None
