@@ -13,6 +13,7 @@ import pytest
 
 from mcp_hub import install, jsonedit
 from mcp_hub.cli import main
+from mcp_hub.errors import HubError
 from tests.hubtest import PY, ROOT, hub_env
 
 SHIPPED = str(ROOT / "servers.toml")
@@ -284,7 +285,7 @@ def test_claude_code_uses_its_own_cli_when_it_is_there(tmp_path: Path) -> None:
     # The CLI wrote it (as it would): a second install is a no-op; a different one needs force.
     state.write_text(json.dumps({"mcpServers": {"mcp-hub": entry}}))
     assert not install.install(target, "mcp-hub", entry, environ=env).changed
-    with pytest.raises(install.HubError, match="--force"):
+    with pytest.raises(HubError, match="--force"):
         install.install(target, "mcp-hub", {**entry, "args": []}, environ=env)
     install.install(target, "mcp-hub", {**entry, "args": []}, force=True, environ=env)
     assert install.uninstall(target, "mcp-hub", environ=env).changed
