@@ -545,6 +545,7 @@ class Hub(ServingMixin):
         if call.hub is None:
             call.hub = self
         call.identity = call.identity or caller.identity
+        call.caller = caller
         started = time.perf_counter()
         status = "error"
         result: types.CallToolResult | None = None

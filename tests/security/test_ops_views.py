@@ -34,7 +34,7 @@ def _config(tmp: Path, *, admin: bool = True) -> Path:
     root = 'match = "token:root"\nadmin = true' if admin else 'match = "token:root"'
     body = (echo_server_toml("alpha") + echo_server_toml("vault") + f'''
 [profiles.small]
-toolsets = ["mcp-alpha"]
+toolsets = ["mcp-alpha", "hub"]
 
 [profiles.locked]
 toolsets = ["mcp-vault"]
@@ -79,6 +79,14 @@ async def _calls(hub: HttpHub) -> None:
         assert not (await session.call_tool("alpha_echo", {"text": "x"})).is_error
 
 
+async def _hub_status(hub: HttpHub, token: str) -> str:
+    """What the ``hub_status`` tool answers this caller."""
+    async with http_session(hub.mcp_url, headers=_auth(token)) as session:
+        result = await session.call_tool("hub_status", {})
+    assert not result.is_error
+    return json.dumps(result.structured_content)
+
+
 async def test_a_narrow_identity_sees_only_its_servers_and_its_own_counters(tmp_path: Path) -> None:
     with anyio.fail_after(120):
         async with http_hub(_config(tmp_path, admin=False), tmp_path) as hub:
@@ -89,13 +97,19 @@ async def test_a_narrow_identity_sees_only_its_servers_and_its_own_counters(tmp_
                 assert word not in status_text, f"{word!r} in the narrow /status.json"
                 assert word not in metrics, f"{word!r} in the narrow /metrics"
             assert [u["name"] for u in status["upstreams"]] == ["alpha"]
-            assert set(status["tools"]["by_toolset"]) == {"mcp-alpha"}
+            assert set(status["tools"]["by_toolset"]) == {"mcp-alpha", "hub"}
             assert {c["tool"] for c in status["recent_calls"]} == {"alpha_echo"}
             assert status["identities"] == {"token:lane": {"ok": 1}}
             assert "http_sessions" not in status and "replicas" not in status
             assert 'mcp_hub_identity_calls_total{identity="token:lane",status="ok"} 1' in metrics
             assert 'mcp_hub_upstream_up{server="alpha"} 1' in metrics
             assert 'tool="alpha_echo",server="alpha",status="ok"} 1' in metrics
+
+            # The hub_status tool answers with the same view.
+            answer = await _hub_status(hub, NARROW)
+            assert "alpha_echo" in answer
+            for word in SECRET_WORDS:
+                assert word not in answer, f"{word!r} in the narrow hub_status"
 
             # The other narrow identity is just as blind to this one.
             other_text, other_metrics = await _views(hub, HIDDEN)
