@@ -10,6 +10,7 @@ through ``call.hub``.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
@@ -73,8 +74,20 @@ def _server_of_toolset(toolset: str) -> str:
     return server_of_toolset(toolset) or toolset
 
 
-def _upstream_status(st: Any) -> dict[str, Any]:
+#: How a rejection reason names the toolset holding the name.
+_HOLDER = re.compile(r"toolset '([^']*)'")
+_HELD_ELSEWHERE = "the name is held by another toolset"
+
+
+def _reason_shown(reason: str, view: OpsView) -> str:
+    """A rejection reason, unless it names a toolset ``view`` does not show."""
+    hidden = any(not view.shows_server(_server_of_toolset(m)) for m in _HOLDER.findall(reason))
+    return _HELD_ELSEWHERE if hidden else reason
+
+
+def _upstream_status(st: Any, view: OpsView) -> dict[str, Any]:
     """One upstream's row in :meth:`Hub.status`, its last error redacted."""
+    rejected = dict(getattr(st, "rejected_tools", {}) or {})
     return {
         "name": st.name,
         "state": str(getattr(st.state, "value", st.state)),
@@ -85,7 +98,7 @@ def _upstream_status(st: Any) -> dict[str, Any]:
         "last_error": redact(st.last_error) if st.last_error else None,
         "reconnects": st.reconnects,
         "in_flight": st.in_flight,
-        "rejected_tools": dict(getattr(st, "rejected_tools", {}) or {}),
+        "rejected_tools": {name: _reason_shown(why, view) for name, why in rejected.items()},
         "since": st.state_since,
         "connect_ms": st.connect_ms,
     }
@@ -101,8 +114,8 @@ def _rejected_shown(rows: list[dict[str, Any]], view: OpsView) -> list[dict[str,
             continue
         holder = row.get("held_by")
         if holder is not None and not view.shows_server(_server_of_toolset(holder)):
-            row = {**row, "held_by": None, "reason": "the name is held by another toolset"}
-        shown.append(row)
+            row = {**row, "held_by": None, "reason": _HELD_ELSEWHERE}
+        shown.append({**row, "reason": _reason_shown(row["reason"], view)})
     return shown
 
 
@@ -595,7 +608,7 @@ class Hub(ServingMixin):
                 toolsets[e.toolset] = toolsets.get(e.toolset, 0) + 1
         body: dict[str, Any] = {
             "hub": self._hub_status(view.hub_wide),
-            "upstreams": [_upstream_status(st) for st in statuses],
+            "upstreams": [_upstream_status(st, view) for st in statuses],
             "tools": {"total": sum(toolsets.values()), "by_toolset": dict(sorted(toolsets.items()))},
             "rejected_tools": _rejected_shown(rejected_tools(self.registry.rejections, statuses), view),
             "tool_search": self.tool_search_state(profile),

@@ -163,3 +163,24 @@ async def test_made_up_tool_names_add_at_most_one_series(tmp_path: Path) -> None
     assert len(added) <= 1, f"{len(added)} new series"
     assert 'mcp_hub_tool_calls_total{tool="(unknown)",server="hub",status="unknown"} 60' in metrics
     assert not re.search(r"made_up_\d+_", metrics + status)
+
+
+async def test_rejected_tools_do_not_name_a_server_the_identity_cannot_reach(tmp_path: Path) -> None:
+    # vault comes later in the file and takes over alpha's tool names.
+    body = (echo_server_toml("alpha", prefix="shared") + echo_server_toml("vault", prefix="shared") + '''
+[profiles.small]
+toolsets = ["mcp-alpha"]
+
+[[access]]
+match = "token:lane"
+profile = "small"
+''')
+    config = write_config(tmp_path, body, hub=f'[hub.http]\nauth_tokens = [{{ name = "lane", token = "{NARROW}" }}]\n')
+    with anyio.fail_after(120):
+        async with http_hub(config, tmp_path) as hub:
+            status_text, metrics = await _views(hub, NARROW)
+    status = json.loads(status_text)
+    assert [u["name"] for u in status["upstreams"]] == ["alpha"]
+    assert status["upstreams"][0]["rejected_tools"], "alpha's names are taken"
+    assert status["rejected_tools"] and all(r["toolset"] == "mcp-alpha" for r in status["rejected_tools"])
+    assert "vault" not in status_text and "vault" not in metrics
