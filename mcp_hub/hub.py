@@ -627,10 +627,11 @@ class Hub(ServingMixin):
 
     def _hub_status(self, hub_wide: bool) -> dict[str, Any]:
         hub: dict[str, Any] = {"name": self.config.hub.name, "version": self.version,
-                               "uptime_seconds": round(time.time() - self.started_at, 1)}
+                               "uptime_seconds": round(time.time() - self.started_at, 1),
+                               "sessions": self.sessions.count}
         if hub_wide:
             hub.update({"config": str(self.config.source) if self.config.source else None,
-                        "sessions": self.sessions.count, "plugins": self.plugins})
+                        "plugins": self.plugins})
         return hub
 
     def _hub_wide_status(self) -> dict[str, Any]:
