@@ -209,6 +209,14 @@ class ReplicaSessions:
         if self.on_closed is not None:
             await self.on_closed(session_id)
 
+    def idle_ended(self, session_id: str) -> None:
+        """The session's copy here idled out. Without a shared store this replica has no
+        record of a later use elsewhere: it refuses the id from now on (with a store,
+        the record of uses decides, :meth:`idle_expired`)."""
+        sealed = self.sealer.open(session_id) if self.sealer is not None else None
+        if sealed is not None and not self.state.shared:
+            self.lifetimes.close(_digest(session_id), self.lifetimes.expiry(sealed))
+
     async def was_closed(self, session_id: str) -> bool:
         """Whether a client ended ``session_id`` on some replica (False if nobody can tell)."""
         if self.lifetimes.is_closed(_digest(session_id)):
@@ -527,6 +535,10 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                                ) -> None:
         self._owner_tags.pop(session_id, None)
         self._expires.pop(session_id, None)
+        idle = transport.idle_scope
+        if (self._replicas is not None and self.sealing and idle is not None
+                and idle.deadline <= anyio.current_time()):
+            self._replicas.idle_ended(session_id)
         await super()._discard_session(session_id, transport)
 
 
