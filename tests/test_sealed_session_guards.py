@@ -274,6 +274,36 @@ async def test_an_idle_sealed_id_is_not_rebuilt_in_one_process(tmp_path: Path) -
             assert await _ping(client, hub.mcp_url, BOB, sid) == 404
 
 
+def _seen_key(sid: str) -> str:
+    return f"mcp-hub:session:{hashlib.sha256(sid.encode()).hexdigest()[:32]}:seen"
+
+
+async def test_an_idle_sealed_id_is_not_rebuilt_on_another_replica(tmp_path: Path) -> None:
+    async with _replicas(tmp_path, http="session_idle_timeout = 4\n") as (url, a, b), \
+            httpx2.AsyncClient(timeout=20) as client:
+        with anyio.fail_after(90):
+            sid = await _open(client, a.mcp_url, BOB)
+            assert await _ping(client, a.mcp_url, BOB, sid) == 200
+            # Redis records the session's last use for every replica; unused, it lapses.
+            store = aioredis.from_url(url)
+            try:
+                with anyio.fail_after(10):
+                    while not await store.exists(_seen_key(sid)):
+                        await anyio.sleep(0.05)
+                with anyio.fail_after(30):
+                    while await store.exists(_seen_key(sid)):
+                        await anyio.sleep(0.2)
+            finally:
+                await store.aclose()
+            # B never held the session; the id is too old and unused: not rebuilt.
+            assert await _ping(client, b.mcp_url, BOB, sid) == 404
+            with anyio.fail_after(30):
+                while (await client.get(f"{a.base}/status.json", headers=_headers(ADMIN))
+                       ).json()["http_sessions"]["sessions"]:
+                    await anyio.sleep(0.2)
+            assert await _ping(client, a.mcp_url, BOB, sid) == 404
+
+
 # -- a refused request touches nothing --------------------------------------------------
 
 
