@@ -24,7 +24,7 @@ import json
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -269,6 +269,19 @@ class _HubSessionManager(PooledSessionManager, ResumableSessionManager, ReplicaS
     served by any replica (replica_sessions)."""
 
 
+def _session_owner_check(managers: Iterable[StreamableHTTPSessionManager]
+                         ) -> Callable[[str, Scope], bool]:
+    """(session id, scope) -> whether the request may act on that session of its endpoint."""
+    by_path = {str(getattr(m, "endpoint", "")): m for m in managers}
+
+    def may_use(session_id: str, scope: Scope) -> bool:
+        check = getattr(by_path.get(scope.get("path", "")), "may_use", None)
+        # An endpoint without sessions of its own: the watcher's refusal rule still holds.
+        return bool(check(session_id, scope)) if callable(check) else True
+
+    return may_use
+
+
 def _ops_routes(hub: Hub, pool: SessionPool, resumption: Resumption, fast_served: dict[str, int],
                 replicas: Any, bus: Any) -> list[Route | Mount]:
     """Health, readiness, metrics, the status page and its JSON."""
@@ -368,7 +381,8 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     app = Starlette(routes=routes, lifespan=lifespan)
     add_replica_middleware(app, bus, replicas, resumption, http.max_body_bytes)
-    app.add_middleware(DroppedStreamWatcher, resumption=resumption)
+    app.add_middleware(DroppedStreamWatcher, resumption=resumption,
+                       may_use=_session_owner_check(managers.values()))
     if not stateless:  # plain JSON answers for plain requests on live sessions
         app.add_middleware(HttpFastPath, hub=hub, max_body=http.max_body_bytes, served=fast_served,
                            bus=bus, endpoints={
