@@ -52,5 +52,5 @@ def build_authenticator(hub: Hub, http: HttpConfig, host: str) -> Authenticator:
     return Authenticator(
         tokens=http.token_entries(), auth=config.auth, public_url=http.public_url,
         name=config.hub.name, profiles=lambda: frozenset(hub.config.profiles),
-        rules=lambda: hub.config.access, trust_host=loopback,
+        rules=lambda: hub.config.access, trust_host=loopback, cookie_key=hub.secret_key,
     )
