@@ -15,6 +15,7 @@ is an HTTP client that follows redirects and keeps cookies.
   stop admitting its identity, and a raw token in the cookie opens nothing.
 * A browser that signs in sees the status page; the sign-in answer is accepted only
   in the browser that began it.
+* A link made for a static token's identity is proven with the ``/?token=`` cookie.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp.types import URL_ELICITATION_REQUIRED, TextContent
 
+from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure
+from mcp_hub.auth.browser import safe_next
+from mcp_hub.auth.cookies import FLOW, IDENTITY, SealedCookies
+from mcp_hub.auth.identity import Identity
+from mcp_hub.auth.settings import AccessRule
 from mcp_hub.config import load_config
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.auth_support import AuthServer, oauth_server
@@ -66,8 +72,9 @@ async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
 async def _connect_link(hub: HttpHub, headers: dict[str, str]) -> str:
     """The connect URL a per-user tool's -32042 error gives a client without URL elicitation."""
     async with http_session(hub.mcp_url, headers=headers) as session:
+        names = {t.name for t in (await session.list_tools()).tools}
         with pytest.raises(MCPError) as caught:
-            await session.call_tool("p_connect", {})
+            await session.call_tool("p_whoami" if "p_whoami" in names else "p_connect", {})
     assert caught.value.error.code == URL_ELICITATION_REQUIRED
     data = caught.value.error.data
     assert isinstance(data, dict)
@@ -122,6 +129,24 @@ async def _link_scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, path:
         result = await session.call_tool("p_whoami", {})
     assert _text(result).startswith("sub=gh-alice "), _text(result)
     assert "Set-Cookie" not in hub.stderr() and "mcp_hub_token=" not in hub.stderr()
+    await _a_static_token_proves_itself_with_its_cookie(hub, upstream_as)
+
+
+async def _a_static_token_proves_itself_with_its_cookie(hub: HttpHub, upstream_as: str) -> None:
+    """A link made for ``token:ops`` cannot be proven with OpenID Connect: the page asks for
+    the ``/?token=`` cookie, and with it the link connects."""
+    link = await _connect_link(hub, {"Authorization": f"Bearer {OPS}"})
+    async with httpx2.AsyncClient(timeout=30) as http:
+        (await http.post(f"{upstream_as}/test/subject", json={"sub": "gh-ops"})).raise_for_status()
+    async with httpx2.AsyncClient(timeout=60, follow_redirects=True) as browser:
+        bare = await browser.get(link)
+        assert bare.status_code == 401 and "/?token=" in bare.text, bare.text
+        back = link.removeprefix(hub.base)
+        done = await browser.get(f"{hub.base}/", params={"token": OPS, "next": back})
+        assert done.status_code == 200 and "Connected to prot" in done.text, done.text
+    async with http_session(hub.mcp_url, headers={"Authorization": f"Bearer {OPS}"}) as session:
+        result = await session.call_tool("p_whoami", {})
+    assert _text(result).startswith("sub=gh-ops "), _text(result)
 
 
 async def test_the_status_cookie_obeys_the_access_rules(tmp_path: Path) -> None:
@@ -203,3 +228,41 @@ async def test_a_signed_in_browser_sees_the_status_page(tmp_path: Path) -> None:
                     assert callback.startswith(f"{hub.base}/login/callback?")
                     stolen = await other.get(callback)
                     assert stolen.status_code == 400 and "mcp_hub_token" not in other.cookies
+
+
+def test_sealed_cookies_refuse_altered_expired_and_other_kinds() -> None:
+    cookies = SealedCookies(b"k" * 32)
+    value = cookies.seal({"x": 1}, 60, IDENTITY)
+    assert cookies.open(value, IDENTITY) is not None
+    assert cookies.open(value, FLOW) is None, "a record of one kind is not another"
+    flipped = value[:-2] + ("A" if value[-2] != "A" else "B") + value[-1]
+    assert cookies.open(flipped, IDENTITY) is None
+    assert cookies.open(cookies.seal({"x": 1}, -1, IDENTITY), IDENTITY) is None
+    assert SealedCookies(b"o" * 32).open(value, IDENTITY) is None, "another key opens nothing"
+
+
+def test_a_token_cookie_ends_with_its_token_and_obeys_the_rules() -> None:
+    key = b"k" * 32
+
+    def authn(tokens: list[tuple[str, str]], rules: list[AccessRule]) -> Authenticator:
+        return Authenticator(tokens=tokens, auth=None, public_url=None, name="hub",
+                             profiles=frozenset, rules=lambda: rules, cookie_key=lambda: key)
+
+    both = authn([("ops", OPS), ("ci", CI)], [AccessRule(match="token:ops")])
+    value, _ = both.identity_cookie(Identity.static("ops"), "token")
+    found = both.from_cookie(f"other=1; {COOKIE_NAME}={value}")
+    assert found is not None and found.name == "token:ops"
+    ci_value, _ = both.identity_cookie(Identity.static("ci"), "token")
+    with pytest.raises(AuthFailure) as refused:
+        both.from_cookie(f"{COOKIE_NAME}={ci_value}")
+    assert refused.value.status == 403
+    assert authn([("ci", CI)], []).from_cookie(f"{COOKIE_NAME}={value}") is None
+
+
+@pytest.mark.parametrize(("given", "kept"), [
+    ("/connect/prot?t=a.b", "/connect/prot?t=a.b"), ("/", "/"), ("//evil.example", "/"),
+    ("https://evil.example/", "/"), ("/\\evil.example", "/"), ("", "/"), (None, "/"),
+    ("/x\r\nSet-Cookie: a=b", "/"),
+])
+def test_sign_in_returns_only_to_a_path_on_the_hub(given: str | None, kept: str) -> None:
+    assert safe_next(given) == kept
