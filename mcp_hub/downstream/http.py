@@ -170,7 +170,8 @@ class GuardMiddleware:
             return True
         value, seconds = self.authn.identity_cookie(identity, "token")
         cookie = f"{COOKIE_NAME}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={seconds}"
-        if scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https":
+        if (scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
+                or (self.authn.public_url or "").startswith("https://")):
             cookie += "; Secure"
         back = safe_next((query.get("next") or ["/"])[0])
         await Response(status_code=303, headers={"Location": back, "Set-Cookie": cookie,
