@@ -230,6 +230,22 @@ async def test_a_signed_in_browser_sees_the_status_page(tmp_path: Path) -> None:
                     assert stolen.status_code == 400 and "mcp_hub_token" not in other.cookies
 
 
+async def test_without_browser_sign_in_a_link_of_an_oauth_identity_is_refused(
+        tmp_path: Path) -> None:
+    async with oauth_server() as auth:
+        # The upstream is never reached: the link is refused before any flow begins.
+        path = _config(tmp_path, auth.issuer, upstream="http://127.0.0.1:9/mcp", rules="")
+        path.write_text(path.read_text().replace('[auth.browser]\nclient_id = "hub-browser"\n', ""))
+        async with http_hub(path, tmp_path) as hub:
+            with anyio.fail_after(60):
+                link = await _connect_link(hub, await _bearer(auth, hub, "alice"))
+                async with httpx2.AsyncClient(timeout=30, follow_redirects=True) as browser:
+                    opened = await browser.get(link)
+                    assert opened.status_code == 401 and "[auth.browser]" in opened.text
+                    assert (await browser.get(f"{hub.base}/login")).status_code == 404
+    assert "[auth] without [auth.browser]" in hub.stderr()
+
+
 def test_sealed_cookies_refuse_altered_expired_and_other_kinds() -> None:
     cookies = SealedCookies(b"k" * 32)
     value = cookies.seal({"x": 1}, 60, IDENTITY)
