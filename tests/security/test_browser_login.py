@@ -9,7 +9,9 @@ is an HTTP client that follows redirects and keeps cookies.
 * Mallory triggers a per-user server, gets her connect link and sends it to
   Alice: Alice's browser signs in to the hub as Alice and the link is refused
   (403); nothing is exchanged at the upstream's authorization server and nothing
-  is stored under Mallory. Alice's own link, in the same browser, connects her.
+  is stored under Mallory. Sending Alice the authorization server's URL of a flow
+  Mallory began fails too (the callback needs Mallory's browser). Alice's own link,
+  in the same browser, connects her.
 * The identity cookie obeys ``[[access]]``: a static token the rules refuse on a
   header is refused at ``/?token=T`` too, a cookie stops working when the rules
   stop admitting its identity, and a raw token in the cookie opens nothing.
@@ -118,6 +120,17 @@ async def _link_scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, path:
         # Mallory's client is still asked to connect: her calls never run as Alice.
         again = await _connect_link(hub, mallory_h)
         assert again != mallory_link
+        # Mallory opens her link herself and sends Alice the authorization server's URL
+        # instead: the redirect back reaches the hub without Mallory's flow cookie.
+        await auth.login("mallory")
+        async with httpx2.AsyncClient(timeout=60) as mallory_browser:
+            signed_in = await mallory_browser.get(f"{hub.base}/login?next=/", follow_redirects=True)
+            assert signed_in.status_code == 200
+            started = await mallory_browser.get(again)
+            assert started.status_code == 302 and started.headers["location"].startswith(upstream_as)
+        finished = await alice_browser.get(started.headers["location"])
+        assert finished.status_code == 403 and "another browser" in finished.text, finished.text
+        assert await token_store("prot", config.servers["prot"], "user:mallory").get_tokens() is None
 
         # Alice's own link, in the same signed-in browser, connects Alice.
         alice_h = await _bearer(auth, hub, "alice")
