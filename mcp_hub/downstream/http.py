@@ -50,7 +50,7 @@ from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, 
 from mcp_hub.auth.browser import safe_next
 from mcp_hub.auth.identity import Identity
 from mcp_hub.config import HttpConfig
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.asgi_body import BodyLimit, request_body
 from mcp_hub.downstream.client_metadata import CLIENT_METADATA_PATH, client_metadata_routes
 from mcp_hub.downstream.connect_routes import CONNECT_PREFIX, connect_routes
 from mcp_hub.downstream.draining import DrainGuard
@@ -244,25 +244,21 @@ class RequestShapeGuard:
     The SDK's Streamable HTTP transport rejects such a message with HTTP 400 and
     ``"id": null``, so the client cannot tell which request failed. The check is a
     plain ``json.loads`` of the body, and only for POSTs to an MCP endpoint; every
-    other request goes through untouched (its body replayed as received).
+    other request goes through untouched. The body is the one :class:`BodyLimit` read.
     """
 
-    def __init__(self, app: ASGIApp, *, max_body: int) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith("/mcp"):
             await self.app(scope, receive, send)
             return
-        read = await buffer_body(receive, limit=self.max_body)
-        if read.complete:
-            answer = _shape_error(read.body)
-            if answer is not None:
-                await JSONResponse(answer, status_code=400)(scope, read.receive, send)
-                return
-
-        await self.app(scope, read.receive, send)
+        answer = _shape_error(request_body(scope))
+        if answer is not None:
+            await JSONResponse(answer, status_code=400)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _shape_error(body: bytes) -> dict[str, Any] | None:
@@ -405,7 +401,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     sse_routes: list[Route | Mount] = []
     for profile, server in servers.items():
         prefix = "" if profile is None else f"/p/{profile}"
-        sse_routes += sse_endpoints(server, prefix, security, pool)
+        sse_routes += sse_endpoints(server, prefix, security, pool, http.max_body_bytes)
 
     fast_served: dict[str, int] = {}
 
@@ -431,16 +427,18 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
-    add_replica_middleware(app, bus, replicas, resumption, http.max_body_bytes)
+    add_replica_middleware(app, bus, replicas, resumption)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption,
                        may_use=_session_owner_check(managers.values()))
     if not stateless:  # plain JSON answers for plain requests on live sessions
-        app.add_middleware(HttpFastPath, hub=hub, max_body=http.max_body_bytes, served=fast_served,
+        app.add_middleware(HttpFastPath, hub=hub, served=fast_served,
                            bus=bus, endpoints={
             manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()
             if isinstance(manager, PooledSessionManager)})
     app.add_middleware(DrainGuard, drain=hub.drain)
-    app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
+    app.add_middleware(RequestShapeGuard)
+    # Every body is read here, once, bounded: no layer below reads one itself.
+    app.add_middleware(BodyLimit, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http,
                        authn=authn, audit=hub.audit, state=hub.state)
     return app

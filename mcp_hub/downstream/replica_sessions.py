@@ -53,7 +53,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from mcp_hub.access import Caller, remember_caller
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag, session_credential
 from mcp_hub.log_levels import set_client_log_level
@@ -428,13 +428,12 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
 
     async def _open_new(self, scope: Scope, receive: Receive, send: Send, auth: str) -> None:
         assert self._replicas is not None
-        read = await buffer_body(receive, limit=self.max_request_body_size)
-        params = _initialize_params(read.body) if read.complete else None
+        params = _initialize_params(request_body(scope))
         wanted = (self._replicas.seal(params, auth, self._endpoint) if params is not None
                   else None)
         token = _NEXT_ID.set(wanted)
         try:
-            await super()._handle_stateful_request(scope, read.receive, send)
+            await super()._handle_stateful_request(scope, receive, send)
         finally:
             _NEXT_ID.reset(token)
 

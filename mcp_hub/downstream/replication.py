@@ -61,11 +61,11 @@ def attach_bus(state: StateBackend, managers: Iterable[StreamableHTTPSessionMana
 
 
 def add_replica_middleware(app: Starlette, bus: ReplicaBus | None, replicas: ReplicaSessions,
-                           resumption: Resumption, max_body: int) -> None:
+                           resumption: Resumption) -> None:
     """The layers that pass answers and cancels on, and replay mirrored streams."""
     if bus is None or resumption.mirror is None:
         return
-    app.add_middleware(BusTap, bus=bus, max_body=max_body, owns=replicas.owns)
+    app.add_middleware(BusTap, bus=bus, owns=replicas.owns)
     app.add_middleware(MirroredReplay, mirror=resumption.mirror, prefix=f"{bus.replica}-",
                        owns=replicas.owns, resumed=bus.stream_resumed)
 

@@ -32,7 +32,7 @@ from mcp.server.streamable_http import EventStore, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.event_store import BoundedEventStore, SessionEvents
 from mcp_hub.open_calls import OpenCalls
 
@@ -202,9 +202,7 @@ class DroppedStreamWatcher:
             if last:
                 stream_id = self.resumption.events.stream_of(session_id, last)
         else:
-            read = await buffer_body(receive)
-            stream_id = _request_id(read.body)
-            receive = read.receive
+            stream_id = _request_id(request_body(scope))
         if stream_id is None:
             await self.app(scope, receive, send)
             return
