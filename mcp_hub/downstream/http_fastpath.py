@@ -53,7 +53,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.access import Caller
 from mcp_hub.compat.sdk_http import HookedSessionManager, holding
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.disconnects import watch_disconnect
 from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.fastpath import _Pending
@@ -113,6 +113,9 @@ def live_session(hub: Any, manager: HookedSessionManager, sid: str,
     requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
     if requestor != manager.owners.get(sid):
         return None
+    usable = getattr(manager, "usable", None)  # a sealed session past its lifetime
+    if callable(usable) and not usable(sid):
+        return None
     conn = hub.sessions.by_session_id(sid)
     version = getattr(conn, "protocol_version", None)
     if conn is None or version not in _HANDSHAKE or conn.client_params is None:
@@ -164,11 +167,10 @@ class HttpFastPath:
 
     def __init__(self, app: ASGIApp, *, hub: Any,
                  endpoints: dict[str, tuple[HookedSessionManager, Caller]],
-                 max_body: int, served: dict[str, int] | None = None, bus: Any = None) -> None:
+                 served: dict[str, int] | None = None, bus: Any = None) -> None:
         self.app = app
         self.hub = hub
         self.endpoints = endpoints
-        self.max_body = max_body
         self.lists = prepared_lists(hub)
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
         self._turn = anyio.Lock()
@@ -195,12 +197,11 @@ class HttpFastPath:
             return
         # The endpoint's profile with the signed-in identity of this request, as on the SDK path.
         endpoint = (endpoint[0], scope_caller(scope, endpoint[1]))
-        read = await buffer_body(receive, limit=self.max_body)
-        raw = _parse(read.body) if read.complete else None
-        if raw is None or not await self._serve(raw, session, endpoint, read.receive, send,
+        raw = _parse(request_body(scope))
+        if raw is None or not await self._serve(raw, session, endpoint, receive, send,
                                                 scope.get("headers", []),
                                                 connection_offloads(scope)):
-            await self.app(scope, read.receive, send)
+            await self.app(scope, receive, send)
 
     async def _serve(self, raw: dict[str, Any], session: FastSession,
                      endpoint: tuple[HookedSessionManager, Caller], receive: Receive,

@@ -35,8 +35,13 @@ from mcp.types import JSONRPCMessage, jsonrpc_message_adapter
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_hub.compat.sdk_http import HookedSessionManager, read_stream_writer, request_streams, transport_write_stream
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.compat.sdk_http import (
+    HookedSessionManager,
+    read_stream_writer,
+    request_streams,
+    transport_write_stream,
+)
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.sealed_session import session_credential
 from mcp_hub.state import StateBackend, StateUnavailable
 
@@ -212,11 +217,10 @@ def _needs_routing(body: bytes) -> bool:
 class BusTap:
     """Publishes the POSTs other replicas may need (answers and cancels), then serves them."""
 
-    def __init__(self, app: ASGIApp, *, bus: ReplicaBus, max_body: int,
+    def __init__(self, app: ASGIApp, *, bus: ReplicaBus,
                  owns: Callable[[str, str, str], bool]) -> None:
         self.app = app
         self.bus = bus
-        self.max_body = max_body
         #: (session id, Authorization, endpoint) -> whether this caller may speak for the session.
         self.owns = owns
 
@@ -230,10 +234,10 @@ class BusTap:
         if sid is None:
             await self.app(scope, receive, send)
             return
-        read = await buffer_body(receive, limit=self.max_body)
-        if read.complete and _needs_routing(read.body):
+        body = request_body(scope)
+        if _needs_routing(body):
             auth = session_credential(scope)
             # Only the session's own credential may answer or cancel on its behalf.
             if self.owns(sid, auth, scope.get("path", "")):
-                await self.bus.client_message(sid, read.body)
-        await self.app(scope, read.receive, send)
+                await self.bus.client_message(sid, body)
+        await self.app(scope, receive, send)

@@ -15,11 +15,10 @@ idle timeout, and every profile endpoint adds a cap of its own. Here:
   (ids shortened: a session id is not for display).
 
 :class:`PooledSessionManager` is the SDK's manager with admission, use and
-discard routed through the pool. It overrides the manager's steps
-(``admit_session``, ``serve_opening_request``, ``discard_session``) and reads the
-transport's in-flight count; the SDK has no public hooks for these, so they come
-through :mod:`mcp_hub.compat.sdk_http`, checked at start-up, and
-``tests/security/test_session_cap.py`` pins the behaviour.
+discard routed through the pool. It overrides the manager's internal steps
+(``_admit_session``, ``_serve_opening_request``, ``_discard_session``) and reads
+the transport's in-flight count; the SDK has no public hooks for these, so
+``tests/security/test_session_cap.py`` pins the behaviour across SDK updates.
 """
 
 from __future__ import annotations
@@ -31,7 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    AuthorizationContext,
+    authorization_context,
+)
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from starlette.types import Receive, Scope, Send
 
@@ -137,9 +140,15 @@ class PooledSessionManager(HookedSessionManager):
 
     async def handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         sid = next((v.decode("latin-1") for k, v in scope["headers"] if k == _HEADER), None)
-        if sid is not None and sid in self.transports:
-            self.pool.touch(sid)
+        if sid is not None and sid in self.transports and self._owned_by(sid, scope):
+            self.pool.touch(sid)  # only the owner's request counts as a use
         await super().handle_stateful_request(scope, receive, send)
+
+    def _owned_by(self, sid: str, scope: Scope) -> bool:
+        """Whether the request behind ``scope`` is of the identity that opened ``sid``."""
+        user = scope.get("user")
+        requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+        return requestor == self.owners.get(sid)
 
     def admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         if not self.pool.make_room():
