@@ -48,6 +48,7 @@ from mcp_hub.downstream.client_metadata import CLIENT_METADATA_PATH, client_meta
 from mcp_hub.downstream.connect_routes import CONNECT_PREFIX, connect_routes
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
+from mcp_hub.downstream.forwarded import ForwardedHeaders
 from mcp_hub.downstream.host_rules import HostRules
 from mcp_hub.downstream.http_fastpath import HttpFastPath, freeze_startup_heap
 from mcp_hub.downstream.http_limits import admit_connection
@@ -135,7 +136,8 @@ class GuardMiddleware:
             query = parse_qs(scope["query_string"].decode("latin-1"))
             given = (query.get("token") or [""])[0]
             if given and self.authn.static(given) is not None:
-                secure = scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
+                # A trusted proxy's X-Forwarded-Proto is in the scheme already (downstream.forwarded).
+                secure = scope.get("scheme") == "https"
                 cookie = f"{COOKIE_NAME}={quote(given)}; HttpOnly; SameSite=Strict; Path=/"
                 if secure:
                     cookie += "; Secure"
@@ -377,7 +379,8 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http,
-                       authn=build_authenticator(hub, http, host), audit=hub.audit, state=hub.state)
+                       authn=build_authenticator(hub, http), audit=hub.audit, state=hub.state)
+    app.add_middleware(ForwardedHeaders, trusted=http.trusted_proxies)
     return app
 
 
