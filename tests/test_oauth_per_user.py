@@ -38,6 +38,9 @@ from tests.oauth_parts import auth_server, hub_cli, protected_server
 
 pytestmark = pytest.mark.anyio
 
+#: The hub's own audience: [auth] needs it (or a public_url), never the request's Host.
+AUDIENCE = "https://hub.test/mcp"
+
 
 def _config(tmp: Path, upstream: str, issuer: str) -> Path:
     path = tmp / "servers.toml"
@@ -45,7 +48,7 @@ def _config(tmp: Path, upstream: str, issuer: str) -> Path:
         f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
         f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
         f'prefix = "p"\nconnect_timeout = 10\n\n'
-        f'[auth]\nissuer = "{issuer}"\n\n'
+        f'[auth]\nissuer = "{issuer}"\naudience = "{AUDIENCE}"\n\n'
         f'[audit]\npath = "{tmp / "audit.jsonl"}"\ninclude_arguments = true\n')
     return path
 
@@ -92,7 +95,7 @@ class Browser:
 
 
 async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
-    token = await auth.token(sub=sub, aud=f"{hub.base}/mcp", scope="mcp")
+    token = await auth.token(sub=sub, aud=AUDIENCE, scope="mcp")
     return {"Authorization": f"Bearer {token}"}
 
 
