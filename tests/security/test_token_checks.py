@@ -36,7 +36,8 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 
 def _config(tmp: Path, issuer: str, *, auth: str = "", http: str = "") -> Path:
-    body = echo_server_toml("echo") + f'\n[auth]\nissuer = "{issuer}"\n{auth}\n[profiles.dev]\ntoolsets = ["mcp-echo"]\n'
+    body = (echo_server_toml("echo") + f'\n[auth]\nissuer = "{issuer}"\n{auth}\n'
+            '[profiles.dev]\ntoolsets = ["mcp-echo"]\n')
     return write_config(tmp, body, hub=f"[hub.http]\nmax_connections_per_ip = 1000\n{http}\n")
 
 
