@@ -102,7 +102,7 @@ class IssuerKeys:
         self._last_began = float("-inf")
         self._flight: _Flight | None = None
         self._unknown: OrderedDict[str, float] = OrderedDict()
-        #: Key-set fetches made so far (for ``/status.json`` and tests).
+        #: Key-set fetches made so far.
         self.fetches = 0
 
     def _http(self) -> httpx2.AsyncClient:

@@ -67,7 +67,7 @@ class IntrospectionBudget:
         self.burst = float(burst)
         self.rate = per_minute / 60.0
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-        #: Introspections refused so far (for ``/status.json`` and tests).
+        #: Introspections refused so far.
         self.refused = 0
 
     def take(self, address: str) -> float:
@@ -109,7 +109,7 @@ class Introspector:
         self.budget = budget
         self._active: OrderedDict[bytes, tuple[float, dict[str, Any]]] = OrderedDict()
         self._inactive: OrderedDict[bytes, float] = OrderedDict()
-        #: Requests made to the introspection endpoint so far (for tests).
+        #: Requests made to the introspection endpoint so far.
         self.asked = 0
 
     async def introspect(self, token: str, address: str = "?") -> dict[str, Any]:
