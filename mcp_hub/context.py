@@ -67,6 +67,9 @@ class CallContext:
     trace: Any = None
     #: The signed-in identity's name (set by the Hub from the caller), for per-user upstreams.
     identity: str | None = None
+    #: The :class:`mcp_hub.access.Caller` the Hub runs this call for (``hub_status`` shows
+    #: only what it reaches).
+    caller: Any = None
 
     # -- capabilities --------------------------------------------------------------
     @property
