@@ -200,6 +200,37 @@ async def test_jwt_checks_and_an_unknown_kid_refetches_once() -> None:
     await client.aclose()
 
 
+async def test_concurrent_unknown_kids_share_one_key_set_fetch() -> None:
+    """Single flight: 40 lookups of made-up kids and 10 of a newly published key, all
+    arriving within the spacing of fetches, make one fetch (not one each, in a queue of
+    2 s turns); the new key is found by all 10."""
+    import anyio
+
+    server = _KeyServer()
+    first = server.add("k1")
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(server.handle))
+    keys = IssuerKeys(ISSUER, refresh_min_seconds=2, client=client)
+    verifier = JwtVerifier(keys, algorithms=["RS256"], leeway=5)
+    assert (await verifier.verify(_sign(first, "k1")))["sub"] == "alice"
+    second = server.add("k2")
+    outcomes: list[str] = []
+
+    async def check(token: str) -> None:
+        try:
+            outcomes.append((await verifier.verify(token))["sub"])
+        except InvalidToken:
+            outcomes.append("refused")
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(check, _sign(second, "k2", jti=str(i)) if i % 5 == 0
+                              else _sign(first, f"made-up-{i}"))
+    assert outcomes.count("alice") == 10 and outcomes.count("refused") == 40
+    assert server.fetches == 2 and keys.fetches == 2
+    await client.aclose()
+
+
 async def test_hub_status_counts_calls_per_identity() -> None:
     async with Hub(parse_config("")) as hub:
         await hub.call_tool("hub_status", {}, profile=Caller(identity="alice", attributes=frozenset({"sub:alice"})))
