@@ -8,8 +8,7 @@ status, the RFC 6750 error and the ``WWW-Authenticate`` challenge:
   endpoint's RFC 9728 document (when ``[auth]`` is set);
 * a token without a required scope: 403 ``insufficient_scope``;
 * an identity no ``[[access]]`` rule admits: 403 ``access_denied``;
-* the authorization server unreachable: 503.
-
+* the authorization server unreachable: 503;
 * a token without the principal claim (``principal_claim``, ``sub`` by default):
   401 — tokens that name nobody are never merged into one shared identity;
 * too many unknown opaque tokens from one address: 429 without asking the
