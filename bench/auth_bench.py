@@ -89,7 +89,7 @@ async def guard_bench(calls: int) -> dict[str, float]:
     token = jwt.encode({"iss": ISSUER, "sub": "alice", "aud": "http://127.0.0.1:8765/mcp", "iat": now,
                         "exp": now + 3600}, private, algorithm="RS256", headers={"kid": "k1"})
     static = _guard(None, None)
-    oauth = _guard(AuthConfig(issuer=ISSUER), client)
+    oauth = _guard(AuthConfig(issuer=ISSUER, audience="http://127.0.0.1:8765/mcp"), client)
     results: dict[str, list[float]] = {"static": [], "jwt": []}
     for _ in range(5):  # alternate blocks so drift in machine load hits both alike
         results["static"] += await _drive(static, STATIC, calls // 5)
@@ -121,9 +121,11 @@ async def e2e_bench(calls: int) -> dict[str, float]:
         static_cfg = write_config(tmp / "s", echo_server_toml(),
                                   hub=f'[hub.http]\nauth_tokens = ["{STATIC}"]\n')
         async with oauth_server() as auth:
-            oauth_cfg = write_config(tmp / "o", echo_server_toml() + f'[auth]\nissuer = "{auth.issuer}"\n')
+            audience = "https://hub.bench/mcp"
+            oauth_cfg = write_config(tmp / "o", echo_server_toml()
+                                     + f'[auth]\nissuer = "{auth.issuer}"\naudience = "{audience}"\n')
             async with http_hub(static_cfg, tmp / "s") as s_hub, http_hub(oauth_cfg, tmp / "o") as o_hub:
-                token = await auth.token(sub="alice", aud=f"{o_hub.base}/mcp")
+                token = await auth.token(sub="alice", aud=audience)
                 async with (http_session(s_hub.mcp_url, headers={"Authorization": f"Bearer {STATIC}"}) as s,
                             http_session(o_hub.mcp_url, headers={"Authorization": f"Bearer {token}"}) as o):
                     results: dict[str, list[float]] = {"static": [], "jwt": []}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import ipaddress
 import os
 import re
 import tomllib
@@ -79,6 +80,9 @@ class HttpConfig(_Model):
     auth_tokens: list[str | NamedToken] = Field(default_factory=list)
     #: The URL clients use to reach the hub (behind a proxy); default: from each request.
     public_url: str | None = Field(default=None, pattern=r"^https?://")
+    #: Addresses or CIDRs of reverse proxies whose ``X-Forwarded-Proto``/``-Host``/``-For``
+    #: are believed; from anyone else these headers are ignored.
+    trusted_proxies: list[str] = Field(default_factory=list)
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
     stateless: bool = False
@@ -124,6 +128,17 @@ class HttpConfig(_Model):
                     "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
                 )
         return tokens
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r}: write an IP address or a CIDR "
+                                 "(e.g. 10.0.0.5 or 10.0.0.0/8)") from None
+        return value
 
     def token_entries(self) -> list[tuple[str, str]]:
         """(name, token) of every static token; an unnamed one is named by its position."""
@@ -404,6 +419,14 @@ class HubConfig(_Model):
                 raise ValueError(
                     f"servers.{name}.oauth_per_user: the hub does not know who is calling; set "
                     "[auth] (OAuth sign-in) or named [hub.http] auth_tokens")
+        return self
+
+    @model_validator(mode="after")
+    def _audience_from_config(self) -> HubConfig:
+        if self.auth is not None and not (self.auth.audience or self.hub.http.public_url):
+            raise ValueError(
+                "[auth] needs [auth] audience or [hub.http] public_url: tokens are checked "
+                "against the hub's own URL from the config, never against a request's Host header")
         return self
 
     @model_validator(mode="after")

@@ -3,7 +3,8 @@
 :func:`oauth_server` starts ``tests/fixtures/oauth_server.mjs`` on an ephemeral
 loopback port and yields an :class:`AuthServer` that mints tokens signed by the
 server's own keys, rotates them, registers opaque tokens for introspection and
-chooses who the next browser sign-in is.
+chooses who the next browser sign-in is, and counts key-set fetches and
+introspection requests.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ class AuthServer:
     async def opaque(self, token: str, answer: dict[str, Any]) -> None:
         r = await self.http.post(f"{self.issuer}/test/opaque", json={"token": token, "answer": answer})
         r.raise_for_status()
+
+    async def counts(self) -> dict[str, int]:
+        """Requests served so far: ``jwks`` (key-set fetches) and ``introspect``."""
+        r = await self.http.get(f"{self.issuer}/test/counts")
+        r.raise_for_status()
+        return {k: int(v) for k, v in r.json().items()}
 
     async def login(self, sub: str, **claims: Any) -> None:
         r = await self.http.post(f"{self.issuer}/test/login", json={"sub": sub, "claims": claims})

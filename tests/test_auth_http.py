@@ -13,6 +13,9 @@ import hashlib
 import hmac
 import json
 import re
+import tomllib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from mcp.types import TextContent
 
 from tests.auth_support import AuthServer, oauth_server
 from tests.hubtest import HttpHub, echo_server_toml, http_hub, http_session, write_config
+from tests.oauth_parts import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -66,8 +70,19 @@ admin = true
 [audit]
 path = "{audit}"
 {extra}''')
-    hub = f'[hub.http]\nauth_tokens = [{{ name = "ci", token = "{CI_TOKEN}" }}]\n'
+    # [auth] needs the hub's own URL from the config: the port is chosen before the start.
+    port = free_port()
+    hub = (f'[hub.http]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\n'
+           f'auth_tokens = [{{ name = "ci", token = "{CI_TOKEN}" }}]\n')
     return write_config(tmp, body, hub=hub)
+
+
+@asynccontextmanager
+async def _hub(config: Path, tmp: Path) -> AsyncIterator[HttpHub]:
+    """The hub of ``config`` on the port its ``public_url`` names."""
+    port = tomllib.loads(config.read_text())["hub"]["http"]["port"]
+    async with http_hub(config, tmp, "--port", str(port)) as hub:
+        yield hub
 
 
 async def _post(hub: HttpHub, token: str | None, path: str = "/mcp") -> httpx2.Response:
@@ -106,7 +121,7 @@ async def _alice(auth: AuthServer, hub: HttpHub, **claims: Any) -> str:
 
 async def test_metadata_and_challenges(tmp_path: Path) -> None:
     with anyio.fail_after(120):
-        async with oauth_server() as auth, http_hub(_config(tmp_path, auth.issuer, tmp_path / "a.log"),
+        async with oauth_server() as auth, _hub(_config(tmp_path, auth.issuer, tmp_path / "a.log"),
                                                    tmp_path) as hub:
             async with httpx2.AsyncClient(timeout=30) as client:
                 root = (await client.get(f"{hub.base}/.well-known/oauth-protected-resource")).json()
@@ -182,7 +197,7 @@ async def _denied(session: ClientSession, name: str) -> str:
 async def test_two_identities_see_and_reach_different_tools(tmp_path: Path) -> None:
     audit = tmp_path / "audit.jsonl"
     with anyio.fail_after(180):
-        async with oauth_server() as auth, http_hub(_config(tmp_path, auth.issuer, audit), tmp_path) as hub:
+        async with oauth_server() as auth, _hub(_config(tmp_path, auth.issuer, audit), tmp_path) as hub:
             alice = {"Authorization": f"Bearer {await _alice(auth, hub)}"}
             ci = {"Authorization": f"Bearer {CI_TOKEN}"}
             async with http_session(hub.mcp_url, headers=alice) as session:
@@ -251,7 +266,7 @@ async def test_the_bridge_sees_only_what_the_identity_reaches(tmp_path: Path) ->
     with anyio.fail_after(120):
         async with oauth_server() as auth:
             config.write_text(config.read_text().replace("http://127.0.0.1:9", auth.issuer))
-            async with http_hub(config, tmp_path) as hub:
+            async with _hub(config, tmp_path) as hub:
                 alice = {"Authorization": f"Bearer {await _alice(auth, hub)}"}
                 async with http_session(hub.mcp_url, headers=alice) as session:
                     assert {"tool_search", "tool_describe", "tool_call"} <= await _names(session)
@@ -315,7 +330,7 @@ async def test_the_sdk_client_signs_in_by_itself(tmp_path: Path) -> None:
 
     storage = Memory()
     with anyio.fail_after(120):
-        async with oauth_server() as auth, http_hub(_config(tmp_path, auth.issuer, tmp_path / "a.log"),
+        async with oauth_server() as auth, _hub(_config(tmp_path, auth.issuer, tmp_path / "a.log"),
                                                    tmp_path) as hub:
             await auth.login("alice", scope="mcp")
             provider = OAuthClientProvider(
@@ -357,7 +372,7 @@ async def test_list_changed_reaches_identities_whose_tools_changed(tmp_path: Pat
         return on_message
 
     with anyio.fail_after(120):
-        async with oauth_server() as auth, http_hub(_config(tmp_path, auth.issuer, tmp_path / "a.log"),
+        async with oauth_server() as auth, _hub(_config(tmp_path, auth.issuer, tmp_path / "a.log"),
                                                    tmp_path) as hub:
             alice_headers = {"Authorization": f"Bearer {await _alice(auth, hub)}"}
             async with (

@@ -81,6 +81,8 @@ def test_rules_decide_through_the_access_policy() -> None:
     ('[[access]]\nmatch = "user:x"\n', "write sub:ID"),
     (f'[auth]\nissuer = "{ISSUER}"\nalgorithms = ["HS256"]\n', "only asymmetric"),
     (f'[auth]\nissuer = "{ISSUER}"\nalgorithms = ["none"]\n', "only asymmetric"),
+    (f'[auth]\nissuer = "{ISSUER}"\n', "[auth] needs [auth] audience or [hub.http] public_url"),
+    ('[hub.http]\ntrusted_proxies = ["10.0.0.0/33"]\n', "write an IP address or a CIDR"),
 ])
 def test_bad_sign_in_config_is_an_error(text: str, error: str) -> None:
     with pytest.raises(ConfigError) as caught:
@@ -198,6 +200,37 @@ async def test_jwt_checks_and_an_unknown_kid_refetches_once() -> None:
     await client.aclose()
 
 
+async def test_concurrent_unknown_kids_share_one_key_set_fetch() -> None:
+    """Single flight: 40 lookups of made-up kids and 10 of a newly published key, all
+    arriving within the spacing of fetches, make one fetch (not one each, in a queue of
+    2 s turns); the new key is found by all 10."""
+    import anyio
+
+    server = _KeyServer()
+    first = server.add("k1")
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(server.handle))
+    keys = IssuerKeys(ISSUER, refresh_min_seconds=2, client=client)
+    verifier = JwtVerifier(keys, algorithms=["RS256"], leeway=5)
+    assert (await verifier.verify(_sign(first, "k1")))["sub"] == "alice"
+    second = server.add("k2")
+    outcomes: list[str] = []
+
+    async def check(token: str) -> None:
+        try:
+            outcomes.append((await verifier.verify(token))["sub"])
+        except InvalidToken:
+            outcomes.append("refused")
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(check, _sign(second, "k2", jti=str(i)) if i % 5 == 0
+                              else _sign(first, f"made-up-{i}"))
+    assert outcomes.count("alice") == 10 and outcomes.count("refused") == 40
+    assert server.fetches == 2 and keys.fetches == 2
+    await client.aclose()
+
+
 async def test_hub_status_counts_calls_per_identity() -> None:
     async with Hub(parse_config("")) as hub:
         await hub.call_tool("hub_status", {}, profile=Caller(identity="alice", attributes=frozenset({"sub:alice"})))
@@ -240,19 +273,42 @@ def test_the_audience_never_comes_from_a_host_header_anyone_can_send() -> None:
     from mcp_hub.auth.authenticator import Authenticator
     from mcp_hub.auth.settings import AuthConfig
 
-    def authn(auth: AuthConfig, public_url: str | None, trust_host: bool) -> Authenticator:
+    def authn(auth: AuthConfig, public_url: str | None) -> Authenticator:
         return Authenticator(tokens=[], auth=auth, public_url=public_url, name="hub",
-                             profiles=frozenset, rules=list, trust_host=trust_host)
+                             profiles=frozenset, rules=list)
 
     scope = {"type": "http", "path": "/p/dev/mcp", "scheme": "http",
-             "headers": [(b"host", b"other-hub.example.com")]}
+             "headers": [(b"host", b"other-hub.example.com"), (b"x-forwarded-proto", b"https"),
+                         (b"x-forwarded-host", b"proxy.example.com")]}
     plain, fixed = AuthConfig(issuer=ISSUER), AuthConfig(issuer=ISSUER, audience="https://hub.example.com/mcp")
-    # Loopback: the Host names the hub (nobody else can reach it).
-    assert authn(plain, None, True).audiences(scope) == {
-        "http://other-hub.example.com/mcp", "http://other-hub.example.com/p/dev/mcp"}
-    # Beyond loopback: only what the config says.
-    assert authn(fixed, None, False).audiences(scope) == {"https://hub.example.com/mcp"}
-    assert authn(plain, "https://hub.example.com", False).audiences(scope) == {
+    # Only what the config says, whatever the request's headers.
+    assert authn(fixed, None).audiences(scope) == {"https://hub.example.com/mcp"}
+    assert authn(plain, "https://hub.example.com").audiences(scope) == {
         "https://hub.example.com/mcp", "https://hub.example.com/p/dev/mcp"}
-    assert authn(fixed, "https://hub.example.com", False).audiences(scope) == {
+    assert authn(fixed, "https://hub.example.com").audiences(scope) == {
         "https://hub.example.com/mcp", "https://hub.example.com/p/dev/mcp"}
+    assert authn(plain, None).audiences(scope) == set()  # the config refuses this (see below)
+
+
+def test_identity_needs_its_principal_claim() -> None:
+    from mcp_hub.auth.identity import MissingPrincipal
+
+    for claims in ({}, {"client_id": "app"}, {"sub": ""}, {"sub": ["a"]}, {"sub": True}):
+        with pytest.raises(MissingPrincipal, match="claim 'sub'"):
+            identity_from_claims(claims, "jwt", "groups")
+    by_client = identity_from_claims({"client_id": "app", "scope": "mcp"}, "jwt", "groups", "client_id")
+    assert by_client.name == "client_id:app" and "client:app" in by_client.attributes
+    assert identity_from_claims({"sub": "alice"}, "jwt", "groups").name == "alice"
+
+
+def test_trusted_proxies_decide_who_may_forward() -> None:
+    from mcp_hub.downstream.forwarded import TrustedProxies
+
+    proxies = TrustedProxies(["10.0.0.0/8", "::1", "192.168.1.5"])
+    assert proxies.trusts("10.1.2.3") and proxies.trusts("::1") and proxies.trusts("::ffff:192.168.1.5")
+    assert not proxies.trusts("127.0.0.1") and not proxies.trusts("192.168.1.6")
+    assert not proxies.trusts("not-an-ip")
+    # The client is the nearest hop that is not a trusted proxy; what it claims before that is ignored.
+    assert proxies.client_of("1.2.3.4, 203.0.113.9, 10.0.0.2", "10.0.0.1") == "203.0.113.9"
+    assert proxies.client_of("10.0.0.3", "10.0.0.1") == "10.0.0.3"
+    assert not TrustedProxies([])

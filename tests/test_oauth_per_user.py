@@ -39,6 +39,9 @@ from tests.oauth_parts import auth_server, hub_cli, protected_server
 
 pytestmark = pytest.mark.anyio
 
+#: The hub's own audience: [auth] needs it (or a public_url), never the request's Host.
+AUDIENCE = "https://hub.test/mcp"
+
 
 def _config(tmp: Path, upstream: str, issuer: str) -> Path:
     path = tmp / "servers.toml"
@@ -46,7 +49,7 @@ def _config(tmp: Path, upstream: str, issuer: str) -> Path:
         f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
         f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
         f'prefix = "p"\nconnect_timeout = 10\n\n'
-        f'[auth]\nissuer = "{issuer}"\n\n[auth.browser]\nclient_id = "hub-browser"\n\n'
+        f'[auth]\nissuer = "{issuer}"\naudience = "{AUDIENCE}"\n\n[auth.browser]\nclient_id = "hub-browser"\n\n'
         f'[audit]\npath = "{tmp / "audit.jsonl"}"\ninclude_arguments = true\n')
     return path
 
@@ -97,7 +100,7 @@ class Browser:
 
 
 async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
-    token = await auth.token(sub=sub, aud=f"{hub.base}/mcp", scope="mcp")
+    token = await auth.token(sub=sub, aud=AUDIENCE, scope="mcp")
     return {"Authorization": f"Bearer {token}"}
 
 

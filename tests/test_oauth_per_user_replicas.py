@@ -33,6 +33,9 @@ from tests.system_services import redis_server
 
 pytestmark = pytest.mark.anyio
 
+#: The hub's own audience: [auth] needs it (or a public_url), never the request's Host.
+AUDIENCE = "https://hub.test/mcp"
+
 
 @pytest.fixture
 def shared_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
@@ -49,7 +52,7 @@ def _config(tmp: Path, upstream: str, issuer: str, redis_url: str) -> Path:
         f'[state]\nurl = "{redis_url}"\n\n'
         f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
         f'prefix = "p"\nconnect_timeout = 10\n\n'
-        f'[auth]\nissuer = "{issuer}"\n\n[auth.browser]\nclient_id = "hub-browser"\n')
+        f'[auth]\nissuer = "{issuer}"\naudience = "{AUDIENCE}"\n\n[auth.browser]\nclient_id = "hub-browser"\n')
     return path
 
 
@@ -137,8 +140,8 @@ async def test_link_page_and_callback_on_different_replicas(tmp_path: Path, shar
 
 
 async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
-    # Both replicas serve one public URL; the audience is the MCP endpoint's.
-    return {"Authorization": f"Bearer {await auth.token(sub=sub, aud=f'{hub.base}/mcp', scope='mcp')}"}
+    # Both replicas serve one audience, the hub's own from the config.
+    return {"Authorization": f"Bearer {await auth.token(sub=sub, aud=AUDIENCE, scope='mcp')}"}
 
 
 async def _scenario(a: HttpHub, b: HttpHub, auth: AuthServer, upstream_as: str,

@@ -8,7 +8,11 @@ status, the RFC 6750 error and the ``WWW-Authenticate`` challenge:
   endpoint's RFC 9728 document (when ``[auth]`` is set);
 * a token without a required scope: 403 ``insufficient_scope``;
 * an identity no ``[[access]]`` rule admits: 403 ``access_denied``;
-* the authorization server unreachable: 503.
+* the authorization server unreachable: 503;
+* a token without the principal claim (``principal_claim``, ``sub`` by default):
+  401 — tokens that name nobody are never merged into one shared identity;
+* too many unknown opaque tokens from one address: 429 without asking the
+  authorization server (:class:`~mcp_hub.auth.introspection.Introspector`).
 
 Static tokens are compared in constant time against every configured token.
 A browser is identified by the identity cookie (:mod:`mcp_hub.auth.cookies`),
@@ -16,8 +20,9 @@ made by an OpenID Connect sign-in (:mod:`mcp_hub.auth.browser`) or by trading a
 static token at ``/?token=T``; it goes through the same ``[[access]]`` rules as
 a header, on every request.
 JWTs are verified by :class:`~mcp_hub.auth.jwt_verify.JwtVerifier`; the audience
-(RFC 8707) must be the configured ``audience`` or the URL of the endpoint the
-token is used on — a token for another resource is refused.
+(RFC 8707) must be the configured ``audience`` or, with ``public_url``, the URL of
+the endpoint the token is used on — a token for another resource is refused. The
+accepted audiences come from the config alone, never from a request header.
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ from starlette.types import Scope
 from mcp_hub.auth.browser import BrowserSignIn
 from mcp_hub.auth.cookies import IDENTITY, SealedCookies, identity_of, identity_record
 from mcp_hub.auth.discovery import DiscoveryError, IssuerKeys
-from mcp_hub.auth.identity import Identity, identity_from_claims
-from mcp_hub.auth.introspection import Introspector
+from mcp_hub.auth.identity import Identity, MissingPrincipal, identity_from_claims
+from mcp_hub.auth.introspection import IntrospectionBudget, Introspector, Throttled
 from mcp_hub.auth.jwt_verify import InvalidToken, JwtVerifier, looks_like_jwt
 from mcp_hub.auth.metadata import (
     WELL_KNOWN,
@@ -68,6 +73,7 @@ class AuthFailure(Exception):
     error: str | None
     description: str
     identity: Identity | None = None
+    retry_after: int | None = None
 
 
 def _audiences(claims: dict[str, Any]) -> list[str]:
@@ -79,20 +85,22 @@ def _audiences(claims: dict[str, Any]) -> list[str]:
     return []
 
 
+def _client_address(scope: Scope) -> str:
+    """The client's address (a trusted proxy's ``X-Forwarded-For`` is in the scope already)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "?"
+
+
 class Authenticator:
     """Identifies HTTP callers of one hub (see the module docstring)."""
 
     def __init__(self, *, tokens: Sequence[tuple[str, str]], auth: AuthConfig | None,
                  public_url: str | None, name: str, profiles: Callable[[], frozenset[str]],
-                 rules: Callable[[], Sequence[AccessRule]], trust_host: bool = True,
+                 rules: Callable[[], Sequence[AccessRule]],
                  cookie_key: Callable[[], bytes] | None = None) -> None:
         self._tokens = [(n, t.encode()) for n, t in tokens if t]
         self.auth = auth
         self.public_url = public_url
-        # The request's Host names the hub only when nobody else can reach it (a loopback
-        # bind); otherwise a client could pick the Host that matches a token meant for
-        # another resource. Then the audience comes from config alone.
-        self.trust_host = trust_host
         self.name = name
         self._profiles = profiles
         self._rules = rules
@@ -104,7 +112,8 @@ class Authenticator:
         self._browser: BrowserSignIn | None = None
         if auth is not None:
             keys = IssuerKeys(auth.issuer, jwks_uri=auth.jwks_uri,
-                              refresh_min_seconds=auth.jwks_refresh_min_seconds)
+                              refresh_min_seconds=auth.jwks_refresh_min_seconds,
+                              unknown_kid_seconds=auth.jwks_unknown_kid_seconds)
             self.verifier = JwtVerifier(keys, algorithms=auth.algorithms, leeway=auth.leeway_seconds)
             if auth.browser is not None and auth.browser.client_secret:
                 add_secrets([auth.browser.client_secret])
@@ -202,10 +211,12 @@ class Authenticator:
                 claims = await self.verifier.verify(token)
                 kind: Any = "jwt"
             elif auth.introspection:
-                claims = await (await self._introspector()).introspect(token)
+                claims = await (await self._introspector()).introspect(token, _client_address(scope))
                 kind = "introspection"
             else:
                 raise InvalidToken("the bearer token is not a JWT")
+        except Throttled as exc:
+            raise AuthFailure(429, "rate_limited", str(exc), retry_after=exc.retry_after) from None
         except InvalidToken as exc:
             raise AuthFailure(401, "invalid_token", str(exc)) from None
         except DiscoveryError:
@@ -215,7 +226,10 @@ class Authenticator:
         given = [a.rstrip("/") for a in _audiences(claims)]
         if (given or kind == "jwt") and not accepted.intersection(given):
             raise AuthFailure(401, "invalid_token", "the token was issued for another resource")
-        identity = identity_from_claims(claims, kind, auth.groups_claim)
+        try:
+            identity = identity_from_claims(claims, kind, auth.groups_claim, auth.principal_claim)
+        except MissingPrincipal as exc:
+            raise AuthFailure(401, "invalid_token", str(exc)) from None
         missing = [s for s in auth.required_scopes if s not in identity.scopes]
         if missing:
             raise AuthFailure(403, "insufficient_scope", f"required scope: {' '.join(missing)}",
@@ -233,7 +247,8 @@ class Authenticator:
             self.introspector = Introspector(
                 endpoint, issuer=auth.issuer, client_id=auth.introspection_client_id,
                 client_secret=auth.introspection_client_secret,
-                cache_seconds=auth.introspection_cache_seconds)
+                cache_seconds=auth.introspection_cache_seconds,
+                budget=IntrospectionBudget(auth.introspection_burst, auth.introspection_per_minute))
         return self.introspector
 
     def _admit(self, identity: Identity) -> None:
@@ -242,16 +257,20 @@ class Authenticator:
             raise AuthFailure(403, "access_denied", "no access rule admits this identity", identity)
 
     def audiences(self, scope: Scope) -> set[str]:
-        """The ``aud`` values accepted on this request's endpoint (trailing slash aside)."""
+        """The ``aud`` values accepted on this request's endpoint (trailing slash aside).
+
+        Only the config decides: ``audience``, else ``public_url`` + ``/mcp``; with
+        ``public_url`` also the URL of the endpoint the request is on. The request's
+        ``Host`` and ``X-Forwarded-*`` headers play no part.
+        """
         accepted: set[str] = set()
         if self.auth and self.auth.audience:
             accepted.add(self.auth.audience.rstrip("/"))
-        if self.public_url or self.trust_host:
-            base = base_url(scope, self.public_url)
-            accepted |= {f"{base}/mcp", f"{base}{endpoint_of(scope.get('path', ''))}"}
-            if self.auth and self.auth.audience:
-                accepted.discard(f"{base}/mcp")  # an explicit audience replaces the default
-                accepted.add(self.auth.audience.rstrip("/"))
+        if self.public_url:
+            base = self.public_url.rstrip("/")
+            accepted.add(f"{base}{endpoint_of(scope.get('path', ''))}")
+            if not (self.auth and self.auth.audience):
+                accepted.add(f"{base}/mcp")
         return accepted
 
     # ---------------------------------------------------------------- responses
@@ -269,6 +288,8 @@ class Authenticator:
             headers["WWW-Authenticate"] = challenge(
                 metadata_url=self.metadata_url(scope), error=error,
                 description=failure.description, scopes=scopes)
+        if failure.retry_after is not None:
+            headers["Retry-After"] = str(failure.retry_after)
         body = {"error": failure.error or "unauthorized", "error_description": failure.description}
         return JSONResponse(body, status_code=failure.status, headers=headers)
 

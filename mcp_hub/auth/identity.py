@@ -5,6 +5,11 @@ or an introspection answer. Its :attr:`~Identity.attributes` are the strings
 ``[[access]]`` rules match (``sub:alice``, ``scope:mcp.read``, ``group:ops``,
 ``client:vscode``, ``token:ci``); they travel on the
 :class:`~mcp_hub.access.Caller`, so the one enforcement point decides.
+
+An OAuth identity must be named by its token: the claim ``[auth] principal_claim``
+(``sub`` by default) must hold a non-empty string. A token without it raises
+:class:`MissingPrincipal` — tokens that name nobody are refused, never merged
+into one shared identity that could then use the others' sessions.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Identity", "identity_from_claims"]
+__all__ = ["Identity", "MissingPrincipal", "identity_from_claims"]
 
 Kind = Literal["token", "jwt", "introspection"]
 
@@ -47,8 +52,28 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def identity_from_claims(claims: Mapping[str, Any], kind: Kind, groups_claim: str) -> Identity:
-    """An identity from JWT or introspection claims (``scope`` or ``scp``, ``client_id`` or ``azp``)."""
+class MissingPrincipal(ValueError):
+    """The token's claims do not name who it belongs to."""
+
+
+def _principal(claims: Mapping[str, Any], claim: str) -> str | None:
+    value = claims.get(claim)
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def identity_from_claims(claims: Mapping[str, Any], kind: Kind, groups_claim: str,
+                         principal_claim: str = "sub") -> Identity:
+    """An identity from JWT or introspection claims (``scope`` or ``scp``, ``client_id`` or ``azp``).
+
+    Its name is the ``principal_claim`` (``sub``: the subject itself; another claim:
+    ``CLAIM:VALUE``); :class:`MissingPrincipal` if the claims lack it.
+    """
+    principal = _principal(claims, principal_claim)
+    if principal is None:
+        raise MissingPrincipal(f"the token names no principal (claim {principal_claim!r})")
     subject = claims.get("sub")
     subject = str(subject) if subject is not None else None
     client = claims.get("client_id") or claims.get("azp") or claims.get("cid")
@@ -61,7 +86,7 @@ def identity_from_claims(claims: Mapping[str, Any], kind: Kind, groups_claim: st
     if client_id:
         attrs.add(f"client:{client_id}")
     exp = claims.get("exp")
-    name = subject or (f"client:{client_id}" if client_id else "anonymous")
+    name = principal if principal_claim == "sub" else f"{principal_claim}:{principal}"
     iss = claims.get("iss")
     return Identity(
         name=name, kind=kind, subject=subject, client_id=client_id,

@@ -6,6 +6,11 @@ at the path-suffixed well-known URL (``/.well-known/oauth-protected-resource/mcp
 and, for ``/mcp``, at the bare one too. The ``resource`` a document names is
 the endpoint URL spelled exactly as the client asked for it — with a trailing
 slash if the client used one — because clients compare the two as strings.
+
+These documents are the only place the request's ``Host`` (and, from a trusted
+proxy, ``X-Forwarded-Host``/``-Proto``, applied to the scope by
+:mod:`mcp_hub.downstream.forwarded`) is used, and only without ``public_url``: the
+audience a token must carry comes from the config alone.
 """
 
 from __future__ import annotations
@@ -15,20 +20,29 @@ from typing import Any
 
 from starlette.types import Scope
 
-__all__ = ["WELL_KNOWN", "base_url", "challenge", "endpoint_of", "metadata_document", "resource_path"]
+__all__ = ["FORWARDED_HOST", "WELL_KNOWN", "base_url", "challenge", "endpoint_of", "metadata_document", "resource_path"]
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+#: The scope key under which a trusted proxy's ``X-Forwarded-Host`` is kept.
+FORWARDED_HOST = "mcp_hub.forwarded_host"
 _ENDPOINT_RE = re.compile(r"^(/p/[^/]+)?/(mcp|sse|messages)/?$")
 
 
 def base_url(scope: Scope, public_url: str | None) -> str:
-    """The hub's URL as clients see it: ``public_url``, else scheme and Host of the request."""
+    """The hub's URL as clients see it: ``public_url``, else scheme and Host of the request.
+
+    The scheme is the scope's (a trusted proxy's ``X-Forwarded-Proto`` is already in
+    it); a ``X-Forwarded-Proto`` header is never read here.
+    """
     if public_url:
         return public_url.rstrip("/")
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
-    host = headers.get("host") or "localhost"
-    return f"{scheme}://{host}"
+    forwarded = scope.get(FORWARDED_HOST)
+    if isinstance(forwarded, str) and forwarded:
+        host = forwarded
+    else:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        host = headers.get("host") or "localhost"
+    return f"{scope.get('scheme', 'http')}://{host}"
 
 
 def endpoint_of(path: str) -> str:

@@ -65,8 +65,11 @@ class AuthConfig(_Model):
 
     #: The authorization server's issuer URL (exactly as in its tokens' ``iss``).
     issuer: str = Field(pattern=r"^https?://")
-    #: The ``aud`` a token must carry; default: the hub's public URL + ``/mcp``.
+    #: The ``aud`` a token must carry; default: ``[hub.http] public_url`` + ``/mcp``.
+    #: One of the two must be set: the audience never comes from a request header.
     audience: str | None = None
+    #: The claim that names who a token belongs to (its identity); a token without it is refused.
+    principal_claim: str = Field(default="sub", min_length=1)
     #: Scopes every token must carry (403 ``insufficient_scope`` otherwise).
     required_scopes: list[str] = Field(default_factory=list)
     #: Signature algorithms accepted (asymmetric only).
@@ -88,6 +91,12 @@ class AuthConfig(_Model):
     jwks_refresh_min_seconds: float = Field(default=1.0, ge=0, le=3600)
     #: Browser sign-in to the status page and connect links (see :class:`BrowserLogin`).
     browser: BrowserLogin | None = None
+    #: How long a ``kid`` not in a fresh key set is remembered: it causes no fetch meanwhile.
+    jwks_unknown_kid_seconds: float = Field(default=60.0, ge=0, le=3600)
+    #: Introspections of tokens not in a cache, per client address: the bucket's size ...
+    introspection_burst: int = Field(default=10, ge=1)
+    #: ... and how many it regains a minute; beyond, 429 without asking the server.
+    introspection_per_minute: int = Field(default=60, ge=1)
 
     @field_validator("algorithms")
     @classmethod

@@ -58,6 +58,7 @@ from mcp_hub.downstream.client_metadata import CLIENT_METADATA_PATH, client_meta
 from mcp_hub.downstream.connect_routes import CONNECT_PREFIX, connect_routes
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.event_store import BoundedEventStore
+from mcp_hub.downstream.forwarded import ForwardedHeaders
 from mcp_hub.downstream.host_rules import HostRules
 from mcp_hub.downstream.http_fastpath import HttpFastPath, freeze_startup_heap
 from mcp_hub.downstream.http_limits import admit_connection
@@ -173,8 +174,8 @@ class GuardMiddleware:
             return True
         value, seconds = self.authn.identity_cookie(identity, "token")
         cookie = f"{COOKIE_NAME}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={seconds}"
-        if (scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
-                or (self.authn.public_url or "").startswith("https://")):
+        # A trusted proxy's X-Forwarded-Proto is in the scheme already (downstream.forwarded).
+        if scope.get("scheme") == "https" or (self.authn.public_url or "").startswith("https://"):
             cookie += "; Secure"
         back = safe_next((query.get("next") or ["/"])[0])
         await Response(status_code=303, headers={"Location": back, "Set-Cookie": cookie,
@@ -400,7 +401,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         for name, server in servers.items()
     }
     bus = attach_bus(hub.state, managers.values(), resumption, replicas)
-    authn = build_authenticator(hub, http, host)
+    authn = build_authenticator(hub, http)
     sse_routes: list[Route | Mount] = []
     for profile, server in servers.items():
         prefix = "" if profile is None else f"/p/{profile}"
@@ -446,6 +447,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
     app.add_middleware(BodyLimit, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http,
                        authn=authn, audit=hub.audit, state=hub.state)
+    app.add_middleware(ForwardedHeaders, trusted=http.trusted_proxies)
     return app
 
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mcp_hub import runtime
 from mcp_hub.access import Caller
 from mcp_hub.auth.authenticator import Authenticator
 from mcp_hub.auth.identity import Identity
 from mcp_hub.config import HttpConfig
-from mcp_hub.errors import ConfigError
 from mcp_hub.hub import Hub
 
 __all__ = ["IDENTITY_KEY", "build_authenticator", "caller_for", "scope_caller"]
@@ -41,17 +39,14 @@ def scope_caller(scope: Any, base: Caller) -> Caller:
     return Caller(profile=base.profile, identity=identity.name, attributes=identity.attributes)
 
 
-def build_authenticator(hub: Hub, http: HttpConfig, host: str) -> Authenticator:
+def build_authenticator(hub: Hub, http: HttpConfig) -> Authenticator:
     """The authenticator of the HTTP hub; rules and profiles are read from the live config.
 
-    Listening beyond loopback with ``[auth]``, the hub must know its own URL
-    (``public_url`` or ``audience``): the Host header is the client's to choose.
+    With ``[auth]`` the config names the hub's URL (``public_url`` or ``audience``;
+    :class:`~mcp_hub.config.HubConfig` refuses a file without either): the Host
+    header is the client's to choose, so it never decides which tokens are accepted.
     """
     config = hub.config
-    loopback = runtime.is_loopback(host)
-    if config.auth and not loopback and not (http.public_url or config.auth.audience):
-        raise ConfigError(f"[auth] on {host}: set [hub.http] public_url (or [auth] audience) "
-                          "so tokens are checked against the hub's own URL, not the request's Host")
     if config.auth and config.auth.browser is None and any(
             s.oauth_per_user for s in config.enabled_servers().values()):
         logger.warning("[auth] without [auth.browser]: a browser cannot sign in, so connect links "
@@ -59,5 +54,5 @@ def build_authenticator(hub: Hub, http: HttpConfig, host: str) -> Authenticator:
     return Authenticator(
         tokens=http.token_entries(), auth=config.auth, public_url=http.public_url,
         name=config.hub.name, profiles=lambda: frozenset(hub.config.profiles),
-        rules=lambda: hub.config.access, trust_host=loopback, cookie_key=hub.secret_key,
+        rules=lambda: hub.config.access, cookie_key=hub.secret_key,
     )

@@ -46,9 +46,9 @@ def request_base(request: Request, public_url: str | None) -> str:
 
 
 def secure_request(request: Request, public_url: str | None) -> bool:
-    """Whether the browser reached the hub over https (cookies then get ``Secure``)."""
-    return (request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
-            or bool(public_url and public_url.startswith("https://")))
+    """Whether the browser reached the hub over https (cookies then get ``Secure``); a
+    trusted proxy's ``X-Forwarded-Proto`` is in the scheme already (:mod:`.forwarded`)."""
+    return request.url.scheme == "https" or bool(public_url and public_url.startswith("https://"))
 
 
 def browser_page(status: int, text: str) -> Response:

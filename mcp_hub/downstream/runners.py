@@ -155,6 +155,8 @@ async def serve_http(
             app, log_config=None, access_log=False, lifespan="on",
             timeout_graceful_shutdown=GRACEFUL_SECONDS, server_header=False,
             limit_concurrency=None, http=limited_protocol(limits),
+            # X-Forwarded-* are believed only from [hub.http] trusted_proxies (downstream.forwarded).
+            proxy_headers=False,
         )
         server = _uvicorn_server(uv_config)
         endpoints = describe_endpoints(host, actual_port, list(config.profiles))
