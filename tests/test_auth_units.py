@@ -301,6 +301,18 @@ def test_identity_needs_its_principal_claim() -> None:
     assert identity_from_claims({"sub": "alice"}, "jwt", "groups").name == "alice"
 
 
+def test_a_token_cannot_pass_for_a_static_token() -> None:
+    """A principal of ``token:NAME`` would share the static token NAME's sessions, stored
+    upstream tokens and counters: refused, whichever claim names it."""
+    from mcp_hub.auth.identity import MissingPrincipal
+
+    with pytest.raises(MissingPrincipal, match="may not start with 'token:'"):
+        identity_from_claims({"sub": "token:ci"}, "jwt", "groups")
+    with pytest.raises(MissingPrincipal, match="may not start with 'token:'"):
+        identity_from_claims({"sub": "x", "token": "ci"}, "introspection", "groups", "token")
+    assert identity_from_claims({"sub": "tokens:ci"}, "jwt", "groups").name == "tokens:ci"
+
+
 def test_trusted_proxies_decide_who_may_forward() -> None:
     from mcp_hub.downstream.forwarded import TrustedProxies
 

@@ -21,6 +21,8 @@ from typing import Any, Literal
 __all__ = ["Identity", "MissingPrincipal", "identity_from_claims"]
 
 Kind = Literal["token", "jwt", "introspection"]
+#: What every static token's identity name starts with, and no other identity's may.
+STATIC_PREFIX = "token:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +42,7 @@ class Identity:
     @staticmethod
     def static(name: str) -> Identity:
         """The identity of a named static token."""
-        label = f"token:{name}"
+        label = f"{STATIC_PREFIX}{name}"
         return Identity(name=label, kind="token", attributes=frozenset({label}))
 
 
@@ -87,6 +89,10 @@ def identity_from_claims(claims: Mapping[str, Any], kind: Kind, groups_claim: st
         attrs.add(f"client:{client_id}")
     exp = claims.get("exp")
     name = principal if principal_claim == "sub" else f"{principal_claim}:{principal}"
+    if name.startswith(STATIC_PREFIX):
+        # ``token:NAME`` names a static token: a token of the issuer must never pass
+        # for one (it would share its sessions, stored upstream tokens and counters).
+        raise MissingPrincipal(f"the token's principal may not start with {STATIC_PREFIX!r}")
     iss = claims.get("iss")
     return Identity(
         name=name, kind=kind, subject=subject, client_id=client_id,
