@@ -54,6 +54,7 @@ from mcp_hub.upstream.conn_state import (
     ToolRecord,
 )
 from mcp_hub.upstream.failures import classify_connect_failure, error_text
+from mcp_hub.upstream.lenient import upstream_session
 from mcp_hub.upstream.list_hints import refresh_when_stale
 from mcp_hub.upstream.listening import follow_changes
 from mcp_hub.upstream.modern import is_modern, keepalive_request, open_session
@@ -163,9 +164,10 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                     open_transport(self.name, self.config, probe=probe, on_eof=self._mark_lost,
                                    adopt_early=self.hooks.adopt_early)
                 )
-                session = ClientSession(
+                session = upstream_session(
                     read,
                     write,
+                    server=self.name,
                     sampling_callback=self._on_sampling,
                     elicitation_callback=self._on_elicitation,
                     list_roots_callback=self._on_list_roots,
