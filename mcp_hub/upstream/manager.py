@@ -34,6 +34,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_hub import __version__
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
+from mcp_hub.errors import resource_not_found
 from mcp_hub.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.pins import PinError, PinStore
 from mcp_hub.prespawn import AdoptEarly
@@ -443,7 +444,7 @@ class UpstreamManager:
                       if c.session is not None and c.supports("resources")]
         if len(candidates) == 1:
             return candidates[0]
-        raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+        raise resource_not_found(uri)
 
     def prompt_server(self, name: str) -> str | None:
         """The server that serves exposed prompt ``name`` (None: no such prompt)."""

@@ -7,9 +7,10 @@ specification says a client must read as ``complete`` — for ``tools/call``,
 ``ttlMs``/``cacheScope``). ``subscriptions/listen`` is not served (-32601).
 
 Tool ``show {text}`` answers a text block and a 1×1 PNG image block; prompt
-``greet {name}``; resource ``bare://note``. ``resources/read`` of any other URI
-answers the error ``-32602 Resource not found`` with
-``data: {"uri": ..., "hint": "bare"}``.
+``greet {name}``; resource ``SCHEME://note`` and template ``SCHEME://items/{id}``
+(SCHEME is the first argument, default ``bare``). ``resources/read`` of any
+other URI answers the error ``-32602 Resource not found`` with
+``data: {"uri": ..., "hint": SCHEME}``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ TOOLS = [
     {"name": "show", "description": "Text and an image.",
      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
 ]
-NOTE = "bare://note"
+SCHEME = sys.argv[1] if len(sys.argv) > 1 else "bare"
+NOTE = f"{SCHEME}://note"
 
 
 def _discover() -> dict[str, Any]:
@@ -68,7 +70,8 @@ def _answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     if method == "resources/list":
         return {"resources": [{"uri": NOTE, "name": "note"}], **CACHE}
     if method == "resources/templates/list":
-        return {"resourceTemplates": [], **CACHE}
+        return {"resourceTemplates": [{"uriTemplate": f"{SCHEME}://items/{{id}}",
+                                       "name": "item"}], **CACHE}
     handlers = {"tools/call": _call, "prompts/get": _prompt, "resources/read": _read}
     handler = handlers.get(method)
     return handler(params) if handler is not None else None
@@ -80,7 +83,7 @@ def _reply(message: dict[str, Any]) -> dict[str, Any]:
         result = _answer(str(message.get("method")), message.get("params") or {})
     except NotFound as exc:
         return {**base, "error": {"code": -32602, "message": "Resource not found",
-                                  "data": {"uri": str(exc), "hint": "bare"}}}
+                                  "data": {"uri": str(exc), "hint": SCHEME}}}
     if result is None:
         return {**base, "error": {"code": -32601, "message": "Method not found"}}
     return {**base, "result": result}
