@@ -11,14 +11,16 @@ resource content it sent.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.erastest import hub_client, text_of
-from tests.hubtest import PY, ROOT, write_config
+from tests.hubtest import PY, ROOT, http_hub, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -76,3 +78,44 @@ async def test_resource_not_found_names_the_uri_and_keeps_the_upstreams_data(
             error = _error_of(theirs)
             assert (error.code, error.message) == (types.INVALID_PARAMS, "Resource not found")
             assert error.data == {"uri": "bare://items/7", "hint": "bare"}
+
+
+def _modern_call(name: str, capabilities: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """Headers and body of a 2026-07-28 ``tools/call`` declaring ``capabilities``."""
+    headers = {"Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+               "Mcp-Name": name}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": capabilities}
+    return headers, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                     "params": {"name": name, "arguments": {}, "_meta": meta}}
+
+
+@pytest.mark.parametrize("protocol", ["2026", "auto"])
+async def test_the_upstream_sees_only_what_the_client_declared(
+    tmp_path: Path, protocol: str,
+) -> None:
+    # The hub can relay sampling, but a client that did not declare it cannot answer:
+    # the upstream hears the client's capabilities and refuses (-32021), and the
+    # client gets that error with HTTP 400; a client that declared sampling is served.
+    config = write_config(tmp_path, bare_toml(protocol))
+    with anyio.fail_after(60):
+        async with http_hub(config, tmp_path) as hub, httpx2.AsyncClient(timeout=30) as http:
+            headers, body = _modern_call("bare_needs_sampling", {})
+            refused = await http.post(hub.mcp_url, headers=headers, json=body)
+            assert refused.status_code == 400, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == -32021
+            assert error["data"] == {"requiredCapabilities": {"sampling": {}}}
+            headers, body = _modern_call("bare_needs_sampling", {"sampling": {}})
+            served = await http.post(hub.mcp_url, headers=headers, json=body)
+            assert served.status_code == 200, served.text
+            text = served.text
+            assert "sampling declared" in text and "error" not in text
+    # A 2025 client that declared no sampling: the same JSON-RPC error.
+    async with hub_client("stdio", "legacy", config, tmp_path,
+                          sampling_callback=None) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("bare_needs_sampling", {})
+        assert raised.value.error.code == -32021

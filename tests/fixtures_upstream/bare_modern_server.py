@@ -6,7 +6,11 @@ specification says a client must read as ``complete`` — for ``tools/call``,
 ``prompts/get``, ``resources/read`` and the three lists (which carry their
 ``ttlMs``/``cacheScope``). ``subscriptions/listen`` is not served (-32601).
 
-Tool ``show {text}`` answers a text block and a 1×1 PNG image block; prompt
+Tool ``show {text}`` answers a text block and a 1×1 PNG image block;
+``needs_sampling`` answers ``-32021`` (missing required client capability,
+``data.requiredCapabilities = {"sampling": {}}``) unless the request's
+``_meta`` declares the ``sampling`` client capability, else the text
+``sampling declared``; prompt
 ``greet {name}``; resource ``SCHEME://note`` and template ``SCHEME://items/{id}``
 (SCHEME is the first argument, default ``bare``). ``resources/read`` of any
 other URI answers the error ``-32602 Resource not found`` with
@@ -25,7 +29,10 @@ CACHE = {"ttlMs": 0, "cacheScope": "private"}
 TOOLS = [
     {"name": "show", "description": "Text and an image.",
      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+    {"name": "needs_sampling", "description": "Runs only for a client that can sample.",
+     "inputSchema": {"type": "object", "properties": {}}},
 ]
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 SCHEME = sys.argv[1] if len(sys.argv) > 1 else "bare"
 NOTE = f"{SCHEME}://note"
 
@@ -38,6 +45,11 @@ def _discover() -> dict[str, Any]:
 
 
 def _call(params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("name") == "needs_sampling":
+        declared = (params.get("_meta") or {}).get(CAPABILITIES) or {}
+        if "sampling" not in declared:
+            raise MissingCapability
+        return {"content": [{"type": "text", "text": "sampling declared"}]}
     text = str((params.get("arguments") or {}).get("text", ""))
     return {"content": [{"type": "text", "text": f"shown:{text}"},
                         {"type": "image", "data": PNG, "mimeType": "image/png"}]}
@@ -46,6 +58,10 @@ def _call(params: dict[str, Any]) -> dict[str, Any]:
 def _prompt(params: dict[str, Any]) -> dict[str, Any]:
     name = str((params.get("arguments") or {}).get("name", "?"))
     return {"messages": [{"role": "user", "content": {"type": "text", "text": f"hello {name}"}}]}
+
+
+class MissingCapability(Exception):
+    """The client did not declare what this tool needs."""
 
 
 class NotFound(Exception):
@@ -81,6 +97,9 @@ def _reply(message: dict[str, Any]) -> dict[str, Any]:
     base = {"jsonrpc": "2.0", "id": message["id"]}
     try:
         result = _answer(str(message.get("method")), message.get("params") or {})
+    except MissingCapability:
+        return {**base, "error": {"code": -32021, "message": "Missing required client capability",
+                                  "data": {"requiredCapabilities": {"sampling": {}}}}}
     except NotFound as exc:
         return {**base, "error": {"code": -32602, "message": "Resource not found",
                                   "data": {"uri": str(exc), "hint": SCHEME}}}
