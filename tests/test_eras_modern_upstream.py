@@ -19,6 +19,7 @@ import mcp_types as types
 import pytest
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ToolsListChanged
 
 from tests.erastest import (
     MODERN,
@@ -162,3 +163,20 @@ async def test_requests_to_a_modern_http_upstream_carry_mcp_method_and_name(
     # The upstream's own names: its prompt name (not the hub's prefixed one), the URI.
     assert ["prompts/get", "greet"] in seen
     assert ["resources/read", "mod://info"] in seen
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_upstreams_list_changed_reaches_open_listen_streams_as_said(
+    tmp_path: Path, transport: str,
+) -> None:
+    # The upstream says its tools changed although a new listing shows the same tools:
+    # the hub passes the word on instead of second-guessing it.
+    config = write_config(tmp_path, modern_toml())
+    with anyio.fail_after(60):
+        async with hub_client(transport, "auto", config, tmp_path) as client, \
+                client.listen(tools_list_changed=True) as sub:
+            said = await client.call_tool("mod_add_tool", {"name": "events"})
+            assert text_of(said) == "unchanged"
+            async for event in sub:
+                assert isinstance(event, ToolsListChanged)
+                break

@@ -298,12 +298,12 @@ class ServerConnection(CatalogMixin, RelaysMixin):
             # the first change after a quiet spell is applied at once.
             await settle_burst(last_refresh, idle=REFRESH_IDLE, debounce=REFRESH_DEBOUNCE)
             last_refresh = anyio.current_time()
-            kinds = self._refresh_kinds
-            self._refresh_kinds = set()
+            kinds, announced = self._refresh_kinds, self._announced_kinds
+            self._refresh_kinds, self._announced_kinds = set(), set()
             self._refresh_wanted = anyio.Event()
             try:
                 with anyio.fail_after(self.config.connect_timeout):
-                    await self._sync(session, kinds)
+                    await self._sync(session, kinds, announced=announced)
             except MCPError as exc:
                 if self._is_fatal(exc):
                     self._mark_lost(f"refresh failed: {exc.message}")

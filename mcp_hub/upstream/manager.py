@@ -83,6 +83,7 @@ class UpstreamManager:
         registry: Any,
         *,
         on_change: OnChange | None = None,
+        on_announced: Callable[[str, Kind], None] | None = None,
         on_resource_updated: OnResourceUpdated | None = None,
         on_log: OnLog | None = None,
         remember_secrets: Callable[[Iterable[str]], None] = add_secrets,
@@ -91,6 +92,9 @@ class UpstreamManager:
         self.config = config
         self.registry = registry
         self.on_change = on_change
+        #: An upstream said a list changed that the hub found the same (the Hub tells its
+        #: clients all the same; ``on_change`` covers the lists that did change).
+        self.on_announced = on_announced
         self.on_resource_updated = on_resource_updated
         self.on_log = on_log
         self._log_level: types.LoggingLevel | None = None
@@ -115,6 +119,7 @@ class UpstreamManager:
     def _hooks(self) -> ConnectionHooks:
         return ConnectionHooks(
             changed=self._changed,
+            announced=self._announced,
             resource_updated=self._resource_updated,
             log=self._log,
             logging_level=lambda: self._log_level,
@@ -358,6 +363,13 @@ class UpstreamManager:
             self._catalog = None
         self._emit(kind)
         self._pulse()
+
+    def _announced(self, server: str, kind: Kind) -> None:
+        if self.on_announced is not None:
+            try:
+                self.on_announced(server, kind)
+            except Exception:
+                logger.exception("on_announced callback failed")
 
     def _emit(self, kind: Kind) -> None:
         if self.on_change is not None:
