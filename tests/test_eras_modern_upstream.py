@@ -101,6 +101,7 @@ async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path
             first = await client.session.call_tool("mod_two_rounds", {"tag": "t"},
                                                    allow_input_required=True)
             assert isinstance(first, types.InputRequiredResult)
+            assert list(first.input_requests or {}) == ["e"]  # the upstream's own key
             state = first.request_state or ""
             # The hub's sealed token, not the upstream's plain "r1".
             assert state.startswith("v1.") and len(state) > 40
@@ -113,8 +114,8 @@ async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path
             assert isinstance(second, types.InputRequiredResult)
             assert (second.request_state or "").startswith("v1.")
             assert second.request_state != state
-            [ask] = (second.input_requests or {}).values()
-            assert ask.method == "sampling/createMessage"
+            [(key, ask)] = (second.input_requests or {}).items()
+            assert (key, ask.method) == ("s", "sampling/createMessage")
             # The upstream's own state is no key to the hub's rounds.
             with pytest.raises(MCPError) as raw:
                 await client.session.call_tool("mod_two_rounds", {"tag": "t"},
