@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_hub.auth.rules import first_match
 from mcp_hub.config import HubConfig
+from mcp_hub.errors import resource_not_found
 from mcp_hub.naming import server_of_toolset
 from mcp_hub.pipeline import unknown_tool
 from mcp_hub.registry import ToolRegistry
@@ -189,7 +190,7 @@ def unknown_prompt(name: str) -> MCPError:
 
 def unknown_resource(uri: str) -> MCPError:
     """The error for a resource the caller cannot see (the same as for no such resource)."""
-    return MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+    return resource_not_found(uri)
 
 
 def _servers_of(names: Iterable[str]) -> frozenset[str]:

@@ -91,6 +91,10 @@ class HttpConfig(_Model):
     session_idle_timeout: float = Field(default=3600.0, gt=0)
     #: How long a call whose response stream dropped waits for its client to resume it.
     resume_grace_seconds: float = Field(default=30.0, ge=0)
+    #: ``retry`` (ms) of the priming event that opens each call's SSE stream: how long a
+    #: client waits before it reconnects with ``Last-Event-ID`` after the stream ends
+    #: early (2025-11-25, SSE polling). 0: no ``retry`` field.
+    sse_retry_ms: int = Field(default=1000, ge=0, le=600_000)
     #: Bound of the in-memory event store that resumed streams are replayed from.
     event_store_max_events: int = Field(default=10_000, ge=100)
     #: ... and of the bytes of the responses it holds.

@@ -14,6 +14,7 @@ it freely.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,13 @@ from mcp.types import (
     LoggingLevel,
 )
 
-__all__ = ["CallContext", "NoClientError"]
+__all__ = ["INPUT_KEY", "CallContext", "NoClientError"]
+
+#: The key a 2026-07-28 upstream gave the input request being relayed now (its
+#: ``inputRequests`` key); a hub input round that asks its own client in turn
+#: uses the same key, so the client sees the upstream's names.
+INPUT_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "mcp_hub_input_key", default=None)
 
 
 class NoClientError(MCPError):

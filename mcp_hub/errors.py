@@ -44,7 +44,8 @@ from collections.abc import Sequence
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-__all__ = ["ConfigError", "HubError", "IncompatibleLibrary", "UnknownToolError", "UpstreamError"]
+__all__ = ["ConfigError", "HubError", "IncompatibleLibrary", "UnknownToolError", "UpstreamError",
+           "resource_not_found"]
 
 
 class HubError(Exception):
@@ -77,3 +78,14 @@ class UnknownToolError(MCPError):
         if self.suggestions:
             message += f" Did you mean: {', '.join(self.suggestions)}?"
         super().__init__(INVALID_PARAMS, message)
+
+
+def resource_not_found(uri: str) -> MCPError:
+    """The hub's own "no such resource" (-32602), with the URI in ``data.uri``.
+
+    The 2026-07-28 specification (resources, error handling) asks for
+    ``{"code": -32602, "data": {"uri": ...}}``; clients of earlier revisions
+    read the same error. An upstream's own not-found error is passed on as it
+    came, its ``data`` included.
+    """
+    return MCPError(INVALID_PARAMS, f"Unknown resource: {uri}", data={"uri": uri})

@@ -156,6 +156,7 @@ class Hub(ServingMixin):
             hub_connected(config), self.registry, remember_secrets=self.secrets.add,
             adopt_early=self.early.adopt,
             on_change=self._on_upstream_change,
+            on_announced=self._on_upstream_announce,
             on_resource_updated=self._on_resource_updated,
             on_log=self._on_upstream_log,
         )
@@ -392,6 +393,15 @@ class Hub(ServingMixin):
 
     def _on_upstream_change(self, kind: ChangeKind) -> None:
         if kind != "tools":  # tools arrive through the registry listener
+            self.sessions.changed(kind)
+
+    def _on_upstream_announce(self, server: str, kind: ChangeKind) -> None:
+        # An upstream's list_changed whose listing the hub found the same: passed on
+        # as said (the upstream may know of a change the hub does not compare), for
+        # tools to the callers that may use that server.
+        if kind == "tools":
+            self.sessions.announced_tools(server)
+        else:
             self.sessions.changed(kind)
 
     async def _on_resource_updated(self, uri: str) -> None:

@@ -30,7 +30,12 @@ from typing import Any
 
 import anyio.to_thread
 from mcp.shared.exceptions import MCPError
-from mcp.types import URL_ELICITATION_REQUIRED, CallToolResult, TextContent
+from mcp.types import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    URL_ELICITATION_REQUIRED,
+    CallToolResult,
+    TextContent,
+)
 
 from mcp_hub.definitions import CHECK_FN_GRACE_SECONDS, CHECK_FN_TTL_SECONDS, DefinitionCache
 from mcp_hub.frozen import FrozenDict, FrozenList
@@ -64,6 +69,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+#: Errors a tool handler raises that are JSON-RPC answers to the client, not tool failures.
+PROTOCOL_ERRORS = frozenset((URL_ELICITATION_REQUIRED, MISSING_REQUIRED_CLIENT_CAPABILITY))
 
 
 class ToolRegistry:
@@ -365,9 +372,10 @@ class ToolRegistry:
                     value = await value
             return normalize_result(value)
         except MCPError as exc:
-            if exc.error.code == URL_ELICITATION_REQUIRED:
-                # A protocol-level request to the client (open this URL), not a tool
-                # failure: it travels as the JSON-RPC error it is, data included.
+            if exc.error.code in PROTOCOL_ERRORS:
+                # A protocol-level request to the client (open this URL, declare this
+                # capability), not a tool failure: it travels as the JSON-RPC error it
+                # is, data included.
                 raise
             logger.debug("tool %s raised", name, exc_info=True)
             text = sanitize_tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")

@@ -19,6 +19,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -35,12 +36,21 @@ from mcp.server.subscriptions import (
 
 from mcp_hub.bursts import settle_burst
 
-__all__ = ["ChangeKind", "SessionTracker"]
+__all__ = ["AnnouncedToolsChanged", "ChangeKind", "SessionTracker"]
 
 logger = logging.getLogger(__name__)
 
 ChangeKind = Literal["tools", "prompts", "resources"]
 _KINDS: tuple[ChangeKind, ...] = ("tools", "prompts", "resources")
+
+
+@dataclass(frozen=True)
+class AnnouncedToolsChanged(ToolsListChanged):
+    """A tools list change some upstreams announced although the hub's listing of
+    theirs came out the same: it goes to the callers that may use those servers,
+    whether or not the digest of the tools they see moved."""
+
+    servers: frozenset[str] = frozenset()
 
 
 class SessionTracker:
@@ -56,6 +66,8 @@ class SessionTracker:
         self._last_sent = float("-inf")
         self._marks = 0
         self._pending: set[ChangeKind] = set()
+        #: Servers whose announced, unchanged tools list goes out with the next broadcast.
+        self._announced: set[str] = set()
         self._wake: anyio.Event | None = None
         self._token: Any = None
         self._loop_thread = 0
@@ -64,6 +76,9 @@ class SessionTracker:
         #: A digest of the tools a connection sees (set by the server); with it, a
         #: tools/list_changed goes only to connections whose visible tools changed.
         self.visible: Callable[[Connection], int] | None = None
+        #: ``uses_server(conn, server)``: the connection's caller may use that server's tools
+        #: (set by the server); an announced, unchanged tools list goes to those connections.
+        self.uses_server: Callable[[Connection, str], bool] | None = None
         #: Works out ``visible`` of a connection in slices of the loop beforehand (optional).
         self.prepare_visible: Callable[[Connection], Awaitable[None]] | None = None
         #: A counter per kind, bumped the moment a change is reported (prepared lists key on it).
@@ -105,6 +120,15 @@ class SessionTracker:
         return list(self._connections)
 
     # -- change notifications ----------------------------------------------------------------
+    def announced_tools(self, server: str) -> None:
+        """``server`` said its tools changed; the hub's listing found them the same.
+
+        Called on the loop. Its callers hear a ``tools/list_changed`` all the same
+        (the upstream may know of a change the hub does not compare).
+        """
+        self._announced.add(server)
+        self.changed("tools")
+
     def changed(self, kind: ChangeKind) -> None:
         """Schedule a ``list_changed`` of ``kind``; cheap and callable from any thread."""
         self.generations[kind] = self.generations.get(kind, 0) + 1
@@ -148,8 +172,10 @@ class SessionTracker:
     async def _broadcast(self, kind: ChangeKind) -> None:
         self.sent[kind] += 1
         event: ToolsListChanged | PromptsListChanged | ResourcesListChanged
+        announced = frozenset(self._announced) if kind == "tools" else frozenset()
         if kind == "tools":
-            event = ToolsListChanged()
+            self._announced = set()
+            event = AnnouncedToolsChanged(announced) if announced else ToolsListChanged()
         elif kind == "prompts":
             event = PromptsListChanged()
         else:
@@ -168,7 +194,7 @@ class SessionTracker:
                 await anyio.lowlevel.checkpoint()
             try:
                 if kind == "tools":
-                    if not self._tools_changed_for(conn):
+                    if not (self._tools_changed_for(conn) or self._may_use(conn, announced)):
                         continue
                     await conn.send_tool_list_changed()
                 elif kind == "prompts":
@@ -178,6 +204,16 @@ class SessionTracker:
             except Exception:
                 logger.debug("dropping a connection that failed a notification", exc_info=True)
                 self._connections.discard(conn)
+
+    def _may_use(self, conn: Connection, servers: frozenset[str]) -> bool:
+        """Whether ``conn``'s caller may use any of ``servers`` (False if none or unknown)."""
+        if not servers or self.uses_server is None:
+            return False
+        try:
+            return any(self.uses_server(conn, server) for server in servers)
+        except Exception:
+            logger.debug("server visibility check failed", exc_info=True)
+            return False
 
     def _tools_changed_for(self, conn: Connection) -> bool:
         """Whether the tools ``conn`` sees differ from the last time it was told (True if unknown)."""

@@ -74,11 +74,11 @@ def auth_server(token_seconds: int, *, cimd: bool = False) -> Iterator[AuthServe
 
 
 @contextmanager
-def protected_server(issuer: str, calls_file: Path) -> Iterator[str]:
+def protected_server(issuer: str, calls_file: Path, *extra: str) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
         [PY, "-m", "tests.fixtures.oauth.protected_server", "--port", str(port),
-         "--issuer", issuer, "--calls-file", str(calls_file)], cwd=ROOT, env=hub_env())
+         "--issuer", issuer, "--calls-file", str(calls_file), *extra], cwd=ROOT, env=hub_env())
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         for _ in range(200):
@@ -98,11 +98,11 @@ def protected_server(issuer: str, calls_file: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def server_toml(tmp: Path, url: str, oauth: str = "") -> Path:
+def server_toml(tmp: Path, url: str, oauth: str = "", server: str = "") -> Path:
     path = tmp / "servers.toml"
     path.write_text(f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
                     f'[servers.prot]\nurl = "{url}"\nauth = "oauth"\nprefix = "p"\n'
-                    f'connect_timeout = 10\n\n[servers.prot.oauth]\n{oauth}\n')
+                    f'connect_timeout = 10\n{server}\n[servers.prot.oauth]\n{oauth}\n')
     return path
 
 

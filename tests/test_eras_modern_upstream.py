@@ -19,6 +19,7 @@ import mcp_types as types
 import pytest
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ToolsListChanged
 
 from tests.erastest import (
     MODERN,
@@ -100,6 +101,7 @@ async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path
             first = await client.session.call_tool("mod_two_rounds", {"tag": "t"},
                                                    allow_input_required=True)
             assert isinstance(first, types.InputRequiredResult)
+            assert list(first.input_requests or {}) == ["e"]  # the upstream's own key
             state = first.request_state or ""
             # The hub's sealed token, not the upstream's plain "r1".
             assert state.startswith("v1.") and len(state) > 40
@@ -112,8 +114,8 @@ async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path
             assert isinstance(second, types.InputRequiredResult)
             assert (second.request_state or "").startswith("v1.")
             assert second.request_state != state
-            [ask] = (second.input_requests or {}).values()
-            assert ask.method == "sampling/createMessage"
+            [(key, ask)] = (second.input_requests or {}).items()
+            assert (key, ask.method) == ("s", "sampling/createMessage")
             # The upstream's own state is no key to the hub's rounds.
             with pytest.raises(MCPError) as raw:
                 await client.session.call_tool("mod_two_rounds", {"tag": "t"},
@@ -162,3 +164,20 @@ async def test_requests_to_a_modern_http_upstream_carry_mcp_method_and_name(
     # The upstream's own names: its prompt name (not the hub's prefixed one), the URI.
     assert ["prompts/get", "greet"] in seen
     assert ["resources/read", "mod://info"] in seen
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_upstreams_list_changed_reaches_open_listen_streams_as_said(
+    tmp_path: Path, transport: str,
+) -> None:
+    # The upstream says its tools changed although a new listing shows the same tools:
+    # the hub passes the word on instead of second-guessing it.
+    config = write_config(tmp_path, modern_toml())
+    with anyio.fail_after(60):
+        async with hub_client(transport, "auto", config, tmp_path) as client, \
+                client.listen(tools_list_changed=True) as sub:
+            said = await client.call_tool("mod_add_tool", {"name": "events"})
+            assert text_of(said) == "unchanged"
+            async for event in sub:
+                assert isinstance(event, ToolsListChanged)
+                break

@@ -213,3 +213,16 @@ async def test_tokens_never_reach_logs_status_or_metrics(
     for canary in seen:
         for out in outputs:
             assert canary not in out
+
+
+async def test_login_speaks_the_servers_era(tmp_path: Path) -> None:
+    # A 2026-07-28-only server refuses `initialize`: login's check of the fresh
+    # tokens connects the way the hub will (server/discover for protocol = "2026").
+    with auth_server(token_seconds=60) as auth, \
+            protected_server(auth.url, tmp_path / "calls.txt", "--modern-only") as url:
+        config_path = server_toml(tmp_path, url, server='protocol = "2026"\n')
+        login(config_path)
+        assert auth.stats()["token"] == {"authorization_code": 1}
+        called = hub_cli(config_path, "call", "p_whoami")
+        assert called.returncode == 0, called.stderr
+        assert "sub=" in called.stdout

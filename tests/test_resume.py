@@ -291,3 +291,36 @@ async def test_bounded_store_keeps_response_bytes_bounded_and_drops_delivered_st
     assert store.streams == kept - 1
     store.delivered("other-session", "98")  # another session's stream ids are not its own
     assert store.streams == kept - 1
+
+
+async def _first_event_fields(response: httpx2.Response) -> dict[str, str]:
+    """The fields (``id``, ``retry``, ``data``, …) of the first SSE event of ``response``."""
+    fields: dict[str, str] = {}
+    async for line in response.aiter_lines():
+        if line == "":
+            if fields:
+                return fields
+            continue
+        key, _, value = line.partition(":")
+        fields[key] = value.lstrip()
+    return fields
+
+
+@pytest.mark.parametrize(("setting", "retry"), [("", "1000"), ("sse_retry_ms = 250\n", "250"),
+                                                ("sse_retry_ms = 0\n", None)])
+async def test_a_call_stream_opens_with_a_priming_event_and_retry(
+    tmp_path: Path, setting: str, retry: str | None,
+) -> None:
+    # SSE polling (2025-11-25): the first event has an id and empty data, so the client
+    # can resume from it at once; ``retry`` says how long to wait before reconnecting.
+    with anyio.fail_after(60):
+        async with http_hub(_config(tmp_path, http=setting), tmp_path) as hub, \
+                httpx2.AsyncClient(timeout=httpx2.Timeout(30)) as http:
+            session = await _open_session(http, hub.mcp_url)
+            async with http.stream("POST", hub.mcp_url, headers=_headers(session),
+                                   json=_call(3, "work_echo", {"text": "x"})) as r:
+                assert r.headers["content-type"].startswith("text/event-stream")
+                first = await _first_event_fields(r)
+    assert first.get("id")
+    assert first.get("data", "") == ""
+    assert first.get("retry") == retry

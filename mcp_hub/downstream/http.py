@@ -397,6 +397,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             security_settings=security,
             max_request_body_size=http.max_body_bytes,
             session_idle_timeout=http.session_idle_timeout,
+            retry_interval=http.sse_retry_ms or None,
         )
         for name, server in servers.items()
     }

@@ -53,6 +53,7 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from mcp_hub.context import INPUT_KEY
 from mcp_hub.downstream.call_context import SessionCallContext
 from mcp_hub.eras.held import HeldRounds, Round, RoundsFull, owner_of
 
@@ -152,7 +153,7 @@ class RoundCallContext(SessionCallContext):
         round_ = self.round
         if round_ is None:
             raise MCPError(INVALID_PARAMS, f"{method} cannot be relayed outside an input round")
-        ask = round_.add_ask(method, request)
+        ask = round_.add_ask(method, request, INPUT_KEY.get())
         try:
             await ask.done.wait()
         finally:

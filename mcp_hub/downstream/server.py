@@ -27,7 +27,7 @@ from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.replica_sessions import remember_level, remember_subscription
-from mcp_hub.downstream.visibility import CallerListen, ToolsDigest
+from mcp_hub.downstream.visibility import CallerListen, ToolsDigest, uses_server
 from mcp_hub.hub import Hub
 from mcp_hub.list_freshness import hint_fields
 from mcp_hub.telemetry.middleware import RequestSpans
@@ -210,6 +210,7 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     digest = ToolsDigest(hub)
     hub.sessions.visible = digest.of_connection
     hub.sessions.prepare_visible = digest.prepare
+    hub.sessions.uses_server = uses_server(hub.access)
     server = HubServer(
         hub.config.hub.name if profile is None else f"{hub.config.hub.name}/{profile}",
         version=hub.version,

@@ -28,7 +28,8 @@ from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.list_fragments import Slicer
 from mcp_hub.errors import HubError
 
-__all__ = ["CallerBus", "CallerListen", "ResourceWatch", "ToolsDigest", "remember_caller"]
+__all__ = ["CallerBus", "CallerListen", "ResourceWatch", "ToolsDigest", "remember_caller",
+           "uses_server"]
 
 #: Resource URIs one listen stream may have the hub watch upstream.
 MAX_WATCHED_URIS = 64
@@ -98,6 +99,14 @@ class ToolsDigest:
         return self(caller_of_state(getattr(connection, "state", None)))
 
 
+def uses_server(access: AccessControl) -> Callable[[Any, str], bool]:
+    """``uses_server(connection, server)``: the connection's caller may use ``server``."""
+    def check(connection: Any, server: str) -> bool:
+        who = caller_of_state(getattr(connection, "state", None))
+        return access.policy(who).server(server)
+    return check
+
+
 class CallerBus:
     """A subscription bus view that delivers only what one caller may see."""
 
@@ -120,8 +129,9 @@ class CallerBus:
                 return
             if isinstance(event, ToolsListChanged) and digest is not None:
                 now = digest(caller)
-                if now == seen[0]:
-                    return  # nothing this caller sees changed
+                said: frozenset[str] = getattr(event, "servers", frozenset())  # announced
+                if now == seen[0] and not any(access.policy(caller).server(s) for s in said):
+                    return  # nothing this caller sees changed, nor was said to
                 seen[0] = now
             listener(event)
 

@@ -105,8 +105,12 @@ class Round:
         self.changed.set()
         self.changed = anyio.Event()
 
-    def add_ask(self, method: str, request: Any) -> Ask:
-        ask = Ask(key=f"{method.split('/')[0]}-{next(self._keys)}", method=method, request=request)
+    def add_ask(self, method: str, request: Any, key: str | None = None) -> Ask:
+        """A question for the client, under ``key`` (an upstream's own key) when given and
+        free in this round, else under a key of the hub's (``elicitation-1``, …)."""
+        while key is None or key in self.asks:
+            key = f"{method.split('/')[0]}-{next(self._keys)}"
+        ask = Ask(key=key, method=method, request=request)
         self.asks[ask.key] = ask
         self._poke()
         return ask

@@ -25,6 +25,7 @@ from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, Connect
 from mcp_hub.upstream.failures import CallLost, validation_summary
 from mcp_hub.upstream.in_flight import InFlightCall, current_call
 from mcp_hub.upstream.lean_call import send_call
+from mcp_hub.upstream.lenient import declaring
 from mcp_hub.upstream.relay_order import RelayBarrier
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import INVALID_RESPONSE
@@ -32,6 +33,10 @@ from mcp_hub.upstream.transports import INVALID_RESPONSE
 __all__ = ["CallsMixin"]
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
+
+#: Upstream errors of a ``tools/call`` passed to the client as JSON-RPC errors.
+_PASSED_ON = frozenset((types.URL_ELICITATION_REQUIRED, types.MISSING_REQUIRED_CLIENT_CAPABILITY))
+
 
 class CallsMixin(ConnectionState):
     """Forwarding requests on the live session (see the module docstring)."""
@@ -94,9 +99,11 @@ class CallsMixin(ConnectionState):
                     f"Server '{self.name}' connection was lost during the call to tool "
                     f"'{raw}': {exc}. The call may or may not have completed.")
             except MCPError as exc:
-                if exc.code == types.URL_ELICITATION_REQUIRED:
-                    # A request to the client (open this URL), not a tool failure: it
-                    # travels on as the JSON-RPC error it is, data included.
+                if exc.code in _PASSED_ON:
+                    # A request to the client (open this URL) or a capability it must
+                    # declare, not a tool failure: it travels on as the JSON-RPC error
+                    # it is, data included (-32021 becomes HTTP 400 for a 2026-07-28
+                    # client).
                     raise
                 if exc.message.startswith(INVALID_RESPONSE):
                     return self._error_result(
@@ -160,7 +167,8 @@ class CallsMixin(ConnectionState):
         try:
             with anyio.CancelScope(
                 deadline=min(anyio.current_time() + call_timeout, hard_deadline)
-            ) as scope, client_span(call, self.name, request, self.config.transport) as traced:
+            ) as scope, client_span(call, self.name, request, self.config.transport) as traced, \
+                    declaring(call.client_capabilities if call is not None else None):
                 record.scope = scope
                 # A plain tools/call takes the lean path (upstream/lean_call.py); a
                 # 2026-07-28 upstream's input rounds are resolved through ``call``.

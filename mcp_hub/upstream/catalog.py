@@ -91,30 +91,44 @@ class CatalogMixin(CallsMixin):
         hint.record(self.list_hints, kind)
         return items
 
-    async def _sync(self, session: ClientSession, kinds: set[Kind], *, initial: bool = False
-                    ) -> None:
+    async def _sync(self, session: ClientSession, kinds: set[Kind], *, initial: bool = False,
+                    announced: set[Kind] | frozenset[Kind] = frozenset()) -> None:
+        """List ``kinds`` again and apply what changed. A kind in ``announced`` (the
+        upstream said it changed) is announced to the hub's clients even when the new
+        listing equals the old: the upstream's word is passed on, not second-guessed."""
+        changed: set[Kind] = set()
         if "tools" in kinds and self.supports("tools"):
             new, raw_defs = self._tool_records(await self._list_all(session, "tools"))
             blocked = await self._check_pins(raw_defs, new)
             if self._apply_tools(new, blocked):
+                changed.add("tools")
                 self.hooks.changed(self.name, "tools")
         if "prompts" in kinds and self.supports("prompts"):
             prompts = [_clean_prompt(p) for p in await self._list_all(session, "prompts")]
             if prompts != self.prompts:
                 self.prompts = prompts
+                changed.add("prompts")
                 self.hooks.changed(self.name, "prompts")
         if "resources" in kinds and self.supports("resources"):
-            resources = [_clean_item(r) for r in await self._list_all(session, "resources")]
-            try:
-                templates = [_clean_item(t) for t in await self._list_all(session, "templates")]
-            except MCPError as exc:
-                if exc.code != types.METHOD_NOT_FOUND:
-                    raise
-                templates = []
-            if resources != self.resources or templates != self.templates:
-                self.resources = resources
-                self.templates = templates
-                self.hooks.changed(self.name, "resources")
+            await self._sync_resources(session, changed)
+        for kind in sorted(announced & kinds - changed):
+            if self.supports(kind):
+                self.hooks.announced(self.name, kind)
+
+    async def _sync_resources(self, session: ClientSession, changed: set[Kind]) -> None:
+        """List resources and templates again; add ``"resources"`` to ``changed`` if they did."""
+        resources = [_clean_item(r) for r in await self._list_all(session, "resources")]
+        try:
+            templates = [_clean_item(t) for t in await self._list_all(session, "templates")]
+        except MCPError as exc:
+            if exc.code != types.METHOD_NOT_FOUND:
+                raise
+            templates = []
+        if resources != self.resources or templates != self.templates:
+            self.resources = resources
+            self.templates = templates
+            changed.add("resources")
+            self.hooks.changed(self.name, "resources")
 
     def _wanted(self, raw: str) -> bool:
         include, exclude = self.config.include, self.config.exclude

@@ -49,6 +49,9 @@ class ConnectionHooks:
     """How a connection tells its manager about changes (all cheap, never raise)."""
 
     changed: Callable[[str, Kind], None]
+    #: ``announced(server, kind)``: the upstream said a list changed, and listing it again
+    #: found nothing the hub compares changed; its clients are told all the same.
+    announced: Callable[[str, Kind], None] = lambda server, kind: None
     resource_updated: Callable[[str], Awaitable[None]] | None = None
     log: Callable[[str, types.LoggingMessageNotificationParams], Awaitable[None]] | None = None
     logging_level: Callable[[], types.LoggingLevel | None] = lambda: None
@@ -131,6 +134,8 @@ class ConnectionState:
         self._wake = anyio.Event()
         self._refresh_wanted = anyio.Event()
         self._refresh_kinds: set[Kind] = set()
+        #: Of those, the kinds the upstream itself said changed (``list_changed``).
+        self._announced_kinds: set[Kind] = set()
         self._inflight: dict[int, InFlightCall] = {}
         self._ids = itertools.count()
         self._scope: anyio.CancelScope | None = None
@@ -209,8 +214,11 @@ class ConnectionState:
         return probe is not None and probe.last_status == 404 and exc.code in (
             types.INVALID_REQUEST, types.REQUEST_TIMEOUT)
 
-    def request_refresh(self, kind: Kind) -> None:
+    def request_refresh(self, kind: Kind, *, announced: bool = False) -> None:
+        """List ``kind`` again; ``announced``: because the upstream said it changed."""
         self._refresh_kinds.add(kind)
+        if announced:
+            self._announced_kinds.add(kind)
         self._refresh_wanted.set()
 
     def _announce_session_change(self) -> None:

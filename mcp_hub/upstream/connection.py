@@ -54,6 +54,7 @@ from mcp_hub.upstream.conn_state import (
     ToolRecord,
 )
 from mcp_hub.upstream.failures import classify_connect_failure, error_text
+from mcp_hub.upstream.lenient import upstream_session
 from mcp_hub.upstream.list_hints import refresh_when_stale
 from mcp_hub.upstream.listening import follow_changes
 from mcp_hub.upstream.modern import is_modern, keepalive_request, open_session
@@ -163,9 +164,10 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                     open_transport(self.name, self.config, probe=probe, on_eof=self._mark_lost,
                                    adopt_early=self.hooks.adopt_early)
                 )
-                session = ClientSession(
+                session = upstream_session(
                     read,
                     write,
+                    server=self.name,
                     sampling_callback=self._on_sampling,
                     elicitation_callback=self._on_elicitation,
                     list_roots_callback=self._on_list_roots,
@@ -298,12 +300,12 @@ class ServerConnection(CatalogMixin, RelaysMixin):
             # the first change after a quiet spell is applied at once.
             await settle_burst(last_refresh, idle=REFRESH_IDLE, debounce=REFRESH_DEBOUNCE)
             last_refresh = anyio.current_time()
-            kinds = self._refresh_kinds
-            self._refresh_kinds = set()
+            kinds, announced = self._refresh_kinds, self._announced_kinds
+            self._refresh_kinds, self._announced_kinds = set(), set()
             self._refresh_wanted = anyio.Event()
             try:
                 with anyio.fail_after(self.config.connect_timeout):
-                    await self._sync(session, kinds)
+                    await self._sync(session, kinds, announced=announced)
             except MCPError as exc:
                 if self._is_fatal(exc):
                     self._mark_lost(f"refresh failed: {exc.message}")

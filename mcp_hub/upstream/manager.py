@@ -34,6 +34,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_hub import __version__
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
+from mcp_hub.errors import resource_not_found
 from mcp_hub.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.pin_stores import open_pin_store
 from mcp_hub.pins import PinError, PinStore
@@ -83,6 +84,7 @@ class UpstreamManager:
         registry: Any,
         *,
         on_change: OnChange | None = None,
+        on_announced: Callable[[str, Kind], None] | None = None,
         on_resource_updated: OnResourceUpdated | None = None,
         on_log: OnLog | None = None,
         remember_secrets: Callable[[Iterable[str]], None] = add_secrets,
@@ -91,6 +93,9 @@ class UpstreamManager:
         self.config = config
         self.registry = registry
         self.on_change = on_change
+        #: An upstream said a list changed that the hub found the same (the Hub tells its
+        #: clients all the same; ``on_change`` covers the lists that did change).
+        self.on_announced = on_announced
         self.on_resource_updated = on_resource_updated
         self.on_log = on_log
         self._log_level: types.LoggingLevel | None = None
@@ -115,6 +120,7 @@ class UpstreamManager:
     def _hooks(self) -> ConnectionHooks:
         return ConnectionHooks(
             changed=self._changed,
+            announced=self._announced,
             resource_updated=self._resource_updated,
             log=self._log,
             logging_level=lambda: self._log_level,
@@ -359,6 +365,13 @@ class UpstreamManager:
         self._emit(kind)
         self._pulse()
 
+    def _announced(self, server: str, kind: Kind) -> None:
+        if self.on_announced is not None:
+            try:
+                self.on_announced(server, kind)
+            except Exception:
+                logger.exception("on_announced callback failed")
+
     def _emit(self, kind: Kind) -> None:
         if self.on_change is not None:
             try:
@@ -444,7 +457,7 @@ class UpstreamManager:
                       if c.session is not None and c.supports("resources")]
         if len(candidates) == 1:
             return candidates[0]
-        raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+        raise resource_not_found(uri)
 
     def prompt_server(self, name: str) -> str | None:
         """The server that serves exposed prompt ``name`` (None: no such prompt)."""

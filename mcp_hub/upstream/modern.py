@@ -49,7 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from mcp_hub.compat.sdk_modules import negotiate_auto, run_input_required_driver
-from mcp_hub.context import CallContext
+from mcp_hub.context import INPUT_KEY, CallContext
 
 __all__ = [
     "Protocol", "is_modern", "keepalive_request", "open_session",
@@ -128,8 +128,12 @@ async def send_resolving_rounds(
                                           **options)
 
     async def dispatch(key: str, req: InputRequest) -> InputResponse | ErrorData:
-        with paused():
-            return await _dispatch(answering, req)
+        token = INPUT_KEY.set(key)  # a hub round asking its own client keeps the key
+        try:
+            with paused():
+                return await _dispatch(answering, req)
+        finally:
+            INPUT_KEY.reset(token)
 
     first: Awaitable[Any] = session.send_request(request, union, **options)
     return await run_input_required_driver(await first, dispatch=dispatch, retry=send,

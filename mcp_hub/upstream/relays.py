@@ -105,11 +105,11 @@ class RelaysMixin(ConnectionState):
             self.log.warning("upstream %s: transport error: %s", self.name, text)
             return
         if isinstance(message, types.ToolListChangedNotification):
-            self.request_refresh("tools")
+            self.request_refresh("tools", announced=True)
         elif isinstance(message, types.PromptListChangedNotification):
-            self.request_refresh("prompts")
+            self.request_refresh("prompts", announced=True)
         elif isinstance(message, types.ResourceListChangedNotification):
-            self.request_refresh("resources")
+            self.request_refresh("resources", announced=True)
         elif (isinstance(message, types.ResourceUpdatedNotification)
               and self.hooks.resource_updated is not None):
             # A 2025 session's notification, or a frame of a 2026-07-28 listen stream.

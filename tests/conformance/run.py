@@ -15,12 +15,20 @@ Usage (from the repository root)::
     # (prefix = ""), run the suite against both and compare
     python -m tests.conformance.run --fixture-vs-hub --json conformance.json
 
+    # the same with the 0.2 suite (--next), the hub speaking 2026-07-28 to the fixture
+    python -m tests.conformance.run --fixture-vs-hub --next --protocol 2026
+
+    # any Streamable HTTP server directly vs. the hub fronting it (prefix = "")
+    python -m tests.conformance.run --via-hub http://127.0.0.1:3000/mcp --next --protocol auto
+
 The comparison honours ``tests/conformance/expected_failures.txt`` (see
 ``results.load_expected_failures``). Exit status: 0 when the run has no failed
 scenario (single run) or the comparison holds (compare modes), else 1.
 
 The suite is ``@modelcontextprotocol/conformance`` under ``js/node_modules``,
 run with the Node binary next to it (Node >= 22, ``make setup`` installs both).
+``--next`` runs the 0.2 line instead, installed beside it as ``conformance-next``
+(``js/package.json``); its scenarios cover 2026-07-28 as well.
 """
 
 from __future__ import annotations
@@ -51,13 +59,15 @@ NODE = ROOT / "js" / "node_modules" / ".bin" / "node"
 SUITE_JS = (
     ROOT / "js" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 )
+#: The suite's 0.2 line (2026-07-28 scenarios), installed as the ``conformance-next`` alias.
+SUITE_JS_NEXT = ROOT / "js" / "node_modules" / "conformance-next" / "dist" / "index.js"
 EXPECTED_FAILURES = Path(__file__).with_name("expected_failures.txt")
 FIXTURE_MODULE = "tests.fixtures.conformance_server"
 READY_TOOL = "test_simple_text"
 
 
-def suite_available() -> bool:
-    return NODE.exists() and SUITE_JS.exists()
+def suite_available(suite_js: Path = SUITE_JS) -> bool:
+    return NODE.exists() and suite_js.exists()
 
 
 def free_port() -> int:
@@ -75,7 +85,8 @@ async def run_suite(
     suite: str = "all",
     scenario: str | None = None,
     output_dir: Path | None = None,
-    timeout_s: float = 600,
+    timeout_s: float = 900,
+    suite_js: Path = SUITE_JS,
 ) -> SuiteResult:
     """Run the suite's server scenarios against ``url`` and parse the results.
 
@@ -85,7 +96,7 @@ async def run_suite(
     with tempfile.TemporaryDirectory(prefix="mcp-conformance-") as tmp:
         out = output_dir or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
-        cmd = [str(NODE), str(SUITE_JS), "server", "--url", url, "-o", str(out)]
+        cmd = [str(NODE), str(suite_js), "server", "--url", url, "-o", str(out)]
         cmd += ["--scenario", scenario] if scenario else ["--suite", suite]
         with anyio.fail_after(timeout_s):
             proc = await anyio.run_process(
@@ -104,10 +115,11 @@ async def compare_direct_and_hub(
     *,
     expected_failures: Path = EXPECTED_FAILURES,
     suite: str = "all",
+    suite_js: Path = SUITE_JS,
 ) -> Comparison:
     """Run the suite against both URLs and compare: the hub may lose nothing."""
-    direct = await run_suite(direct_url, suite=suite)
-    hub = await run_suite(hub_url, suite=suite)
+    direct = await run_suite(direct_url, suite=suite, suite_js=suite_js)
+    hub = await run_suite(hub_url, suite=suite, suite_js=suite_js)
     return compare(direct, hub, load_expected_failures(expected_failures))
 
 
@@ -187,15 +199,20 @@ def hub_command() -> list[str]:
     return [sys.executable, "-c", "import sys; from mcp_hub.cli import main; sys.exit(main())"]
 
 
-def write_hub_config(path: Path, python: str = sys.executable) -> Path:
-    """A servers.toml that fronts the fixture over stdio with an empty prefix."""
+def write_hub_config(path: Path, python: str = sys.executable, *,
+                     protocol: str | None = None, upstream_url: str | None = None) -> Path:
+    """A servers.toml that fronts the fixture over stdio (or ``upstream_url`` over
+    Streamable HTTP) with an empty prefix, speaking ``protocol`` to it if given."""
+    if upstream_url is None:
+        server = (f"command = {json.dumps(python)}\n"
+                  f'args = ["-m", "{FIXTURE_MODULE}", "--transport", "stdio"]\n'
+                  f"cwd = {json.dumps(str(ROOT))}\n")
+    else:
+        server = f'url = {json.dumps(upstream_url)}\ntransport = "http"\n'
+    era = f"protocol = {json.dumps(protocol)}\n" if protocol else ""
     path.write_text(
-        "# mcp-hub in front of the conformance fixture, tool names unchanged\n"
-        "[servers.conformance]\n"
-        f"command = {json.dumps(python)}\n"
-        f'args = ["-m", "{FIXTURE_MODULE}", "--transport", "stdio"]\n'
-        f"cwd = {json.dumps(str(ROOT))}\n"
-        'prefix = ""\n'
+        "# mcp-hub in front of one server, tool names unchanged\n"
+        f"[servers.conformance]\n{server}prefix = \"\"\n{era}"
     )
     return path
 
@@ -209,10 +226,12 @@ async def serve_fixture() -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def serve_hub(config: Path | None = None) -> AsyncIterator[str]:
+async def serve_hub(config: Path | None = None, *, protocol: str | None = None,
+                    upstream_url: str | None = None) -> AsyncIterator[str]:
     """``mcp-hub serve --transport http`` fronting the fixture (stdio, prefix "")."""
     with tempfile.TemporaryDirectory(prefix="mcp-hub-conformance-") as tmp:
-        cfg = config or write_hub_config(Path(tmp) / "servers.toml")
+        cfg = config or write_hub_config(Path(tmp) / "servers.toml", protocol=protocol,
+                                         upstream_url=upstream_url)
         port = free_port()
         cmd = [*hub_command(), "serve", "--transport", "http", "--host", "127.0.0.1"]
         cmd += ["--port", str(port), "--config", str(cfg)]
@@ -221,12 +240,24 @@ async def serve_hub(config: Path | None = None) -> AsyncIterator[str]:
 
 
 async def fixture_vs_hub(
-    *, expected_failures: Path = EXPECTED_FAILURES, suite: str = "all"
+    *, expected_failures: Path = EXPECTED_FAILURES, suite: str = "all",
+    suite_js: Path = SUITE_JS, protocol: str | None = None,
 ) -> Comparison:
-    async with serve_fixture() as direct_url, serve_hub() as hub_url:
+    async with serve_fixture() as direct_url, serve_hub(protocol=protocol) as hub_url:
         return await compare_direct_and_hub(
-            direct_url, hub_url, expected_failures=expected_failures, suite=suite
+            direct_url, hub_url, expected_failures=expected_failures, suite=suite,
+            suite_js=suite_js,
         )
+
+
+async def url_vs_hub(
+    url: str, *, expected_failures: Path = EXPECTED_FAILURES, suite: str = "all",
+    suite_js: Path = SUITE_JS, protocol: str | None = None,
+) -> Comparison:
+    """``url`` (a server started elsewhere) directly vs. the hub fronting it over HTTP."""
+    async with serve_hub(protocol=protocol, upstream_url=url) as hub_url:
+        return await compare_direct_and_hub(
+            url, hub_url, expected_failures=expected_failures, suite=suite, suite_js=suite_js)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -245,13 +276,19 @@ def _print_suite(result: SuiteResult) -> None:
 
 async def _main(args: argparse.Namespace) -> int:
     expected = Path(args.expected_failures)
-    if args.compare or args.fixture_vs_hub:
+    suite_js = SUITE_JS_NEXT if args.next else SUITE_JS
+    if args.compare or args.fixture_vs_hub or args.via_hub:
         if args.compare:
             comparison = await compare_direct_and_hub(
-                *args.compare, expected_failures=expected, suite=args.suite
+                *args.compare, expected_failures=expected, suite=args.suite, suite_js=suite_js
             )
+        elif args.via_hub:
+            comparison = await url_vs_hub(args.via_hub, expected_failures=expected,
+                                          suite=args.suite, suite_js=suite_js,
+                                          protocol=args.protocol)
         else:
-            comparison = await fixture_vs_hub(expected_failures=expected, suite=args.suite)
+            comparison = await fixture_vs_hub(expected_failures=expected, suite=args.suite,
+                                              suite_js=suite_js, protocol=args.protocol)
         _print_suite(comparison.direct)
         _print_suite(comparison.hub)
         print(comparison.report())
@@ -260,9 +297,11 @@ async def _main(args: argparse.Namespace) -> int:
     else:
         if args.fixture:
             async with serve_fixture() as url:
-                result = await run_suite(url, suite=args.suite, scenario=args.scenario)
+                result = await run_suite(url, suite=args.suite, scenario=args.scenario,
+                                         suite_js=suite_js)
         else:
-            result = await run_suite(args.url, suite=args.suite, scenario=args.scenario)
+            result = await run_suite(args.url, suite=args.suite, scenario=args.scenario,
+                                     suite_js=suite_js)
         _print_suite(result)
         payload = result.to_json()
         code = 1 if result.count("fail") else 0
@@ -281,13 +320,20 @@ def main(argv: list[str] | None = None) -> int:
     target.add_argument(
         "--fixture-vs-hub", action="store_true", help="start fixture and hub, compare them"
     )
+    target.add_argument("--via-hub", metavar="URL",
+                        help="a running server directly vs. a hub started in front of it")
+    parser.add_argument("--next", action="store_true",
+                        help="run the 0.2 suite (js/node_modules/conformance-next)")
+    parser.add_argument("--protocol", choices=["2025", "2026", "auto"],
+                        help="the hub's [servers.NAME] protocol towards the server it fronts")
     parser.add_argument("--suite", default="all", help='"all" (default), "active" or "pending"')
     parser.add_argument("--scenario", help="run one scenario only (single-run modes)")
     parser.add_argument("--expected-failures", default=str(EXPECTED_FAILURES))
     parser.add_argument("--json", help="write the results as JSON to this file")
     args = parser.parse_args(argv)
-    if not suite_available():
-        print(f"conformance suite not installed ({SUITE_JS}); run `make setup`", file=sys.stderr)
+    suite_js = SUITE_JS_NEXT if args.next else SUITE_JS
+    if not suite_available(suite_js):
+        print(f"conformance suite not installed ({suite_js}); run `make setup`", file=sys.stderr)
         return 2
     return anyio.run(_main, args)
 

@@ -9,7 +9,8 @@ state, answered by the client re-sending the call:
 (an elicitation round, then a sampling round using its answer),
 ``progress {steps}``, ``slow {seconds, report?}``, ``events``,
 ``touch {uri}`` (a resource-updated event), and ``add_tool {name, quiet?}``,
-announced on ``subscriptions/listen`` (unless ``quiet`` is true); prompt ``greet {name}`` and
+announced on ``subscriptions/listen`` (unless ``quiet`` is true; a name it already
+has leaves the list as it is and is announced all the same); prompt ``greet {name}`` and
 resource ``mod://info`` ask nothing. Its ``tools/list`` carries ``ttlMs`` from
 ``MODERN_LIST_TTL_MS`` (default 0) and ``cacheScope`` from ``MODERN_LIST_SCOPE`` (default
 private). Runs on stdio, or on Streamable HTTP with
@@ -117,6 +118,9 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     if name == "touch":  # a resource changed: reaches listen streams that watch its URI
         await BUS.publish(ResourceUpdated(uri=str(args["uri"])))
         return text("touched")
+    if name == "add_tool" and any(t.name == args["name"] for t in TOOLS):
+        await _announce()  # the list stays as it was; the announcement goes all the same
+        return text("unchanged")
     if name == "add_tool" and args.get("quiet"):  # only a re-list (after ttlMs) finds it
         TOOLS.append(tool(str(args["name"])))
         return text("added")

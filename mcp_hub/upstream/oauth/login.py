@@ -16,12 +16,13 @@ from urllib.parse import urlparse
 
 import anyio
 import httpx2
-from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_hub.config import ServerConfig
 from mcp_hub.redact import add_secrets, redact
+from mcp_hub.upstream.lenient import upstream_session
+from mcp_hub.upstream.modern import open_session
 from mcp_hub.upstream.oauth.callback import CallbackServer
 from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.oauth.provider import (
@@ -105,7 +106,12 @@ def _check_stored(store: TokenStore) -> None:
 
 
 async def _session(config: ServerConfig, auth: httpx2.Auth) -> int:
-    """Initialize a session through ``auth`` (which runs the flow) and count the tools."""
+    """Open a session through ``auth`` (which runs the flow) and count the tools.
+
+    The session is opened the way the hub will open it: per ``[servers.NAME]
+    protocol`` (``initialize``, ``server/discover``, or discovery with a fallback),
+    so a 2026-07-28-only server is checked in its own era.
+    """
     assert config.url is not None
     try:
         async with AsyncExitStack() as stack:
@@ -119,8 +125,9 @@ async def _session(config: ServerConfig, auth: httpx2.Auth) -> int:
                     timeout=httpx2.Timeout(config.connect_timeout, read=300.0)))
                 streams = await stack.enter_async_context(
                     streamable_http_client(config.url, http_client=client))
-            session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
-            await session.initialize()
+            session = await stack.enter_async_context(
+                upstream_session(streams[0], streams[1], server=config.url))
+            await open_session(session, config.protocol)
             return len((await session.list_tools()).tools)
     except OAuthError:
         raise

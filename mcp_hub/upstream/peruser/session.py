@@ -14,6 +14,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_hub.config import ServerConfig
+from mcp_hub.upstream.lenient import upstream_session
 
 __all__ = ["list_tools", "user_session"]
 
@@ -43,8 +44,8 @@ async def user_session(config: ServerConfig, auth: httpx2.Auth, *,
             streams = await stack.enter_async_context(
                 streamable_http_client(config.url, http_client=client))
         read, write = streams[0], streams[1]
-        session = await stack.enter_async_context(ClientSession(
-            read, write, logging_callback=logging_callback, **callbacks))
+        session = await stack.enter_async_context(upstream_session(
+            read, write, server=config.url, logging_callback=logging_callback, **callbacks))
         with anyio.fail_after(init_seconds):
             await session.initialize()
         yield session

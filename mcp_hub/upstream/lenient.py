@@ -1,0 +1,125 @@
+"""Reading upstream answers the way the specification says to, not stricter.
+
+The 2026-07-28 schema gives every result a ``resultType``, and the SDK's client
+validates each answer of a 2026-07-28 session against that schema, so an answer
+without it fails whole ("``CallToolResult.resultType: Field required``"), content
+and all. The specification itself says what an absent ``resultType`` means: a
+client "MUST treat the absent field as ``complete``". Servers written before the
+field existed (or that add it only to some results, as the reference TypeScript
+server does for ``tools/call``) answer that way.
+
+:class:`LenientDispatcher` is the SDK's JSON-RPC dispatcher with one change: on a
+2026-07-28 session, a result without ``resultType`` gets ``"complete"`` before
+the SDK validates it. Nothing is dropped; a result whose meaning is unclear
+(another ``resultType``, a missing required field) is still refused by the SDK
+and reported by the caller with what was wrong. A 2025 session is untouched:
+its results have no ``resultType`` and the SDK drops the field if one comes.
+
+Every upstream session of the hub is made by :func:`upstream_session`, so the
+rule is the same on every path: the shared connection (lean call, SDK path,
+input rounds, lists, ``server/discover``) and the per-user sessions.
+
+The same dispatcher says, on a 2026-07-28 session, what the *downstream* client
+can answer: a 2026-07-28 request carries the client's capabilities in its
+``_meta``, and the SDK stamps the hub's own (sampling, elicitation and roots:
+the hub relays all three). While a downstream call runs (:func:`declaring`),
+those three are narrowed to the ones its client declared, so an upstream that
+needs one the client lacks answers ``-32021`` (missing required client
+capability) itself, instead of asking a question nobody can answer.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from mcp.client.session import ClientSession
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.types import ClientCapabilities, RequestId
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+__all__ = ["COMPLETE", "LenientDispatcher", "declaring", "upstream_session"]
+
+logger = logging.getLogger("mcp_hub.upstream")
+
+#: What an absent ``resultType`` means (2026-07-28, "Result").
+COMPLETE = "complete"
+#: The capabilities the hub relays to its downstream client, by ``_meta`` key.
+RELAYED = ("sampling", "elicitation", "roots")
+#: The downstream client's capabilities while one of its calls is sent upstream.
+_declared: contextvars.ContextVar[ClientCapabilities | None] = contextvars.ContextVar(
+    "mcp_hub_declared_capabilities", default=None)
+
+
+@contextmanager
+def declaring(capabilities: ClientCapabilities | None) -> Iterator[None]:
+    """Requests sent upstream inside this block speak for a client with ``capabilities``
+    (None: the hub's own request, its own capabilities)."""
+    token = _declared.set(capabilities)
+    try:
+        yield
+    finally:
+        _declared.reset(token)
+
+
+def _narrowed(params: Mapping[str, Any], declared: ClientCapabilities) -> Mapping[str, Any]:
+    """``params`` with the relayed capabilities in ``_meta`` cut to the ones ``declared``."""
+    meta = params.get("_meta")
+    caps = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    if not isinstance(caps, Mapping):
+        return params
+    drop = [key for key in RELAYED if key in caps and getattr(declared, key, None) is None]
+    if not drop:
+        return params
+    kept = {key: value for key, value in caps.items() if key not in drop}
+    return {**params, "_meta": {**meta, CLIENT_CAPABILITIES_META_KEY: kept}}  # type: ignore[dict-item]
+
+
+def _never() -> bool:
+    return False
+
+
+class LenientDispatcher(JSONRPCDispatcher[Any]):
+    """The SDK's dispatcher; a 2026-07-28 result without ``resultType`` reads as complete."""
+
+    def __init__(self, *args: Any, server: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.server = server
+        #: Whether the session speaks 2026-07-28; set by :func:`upstream_session`.
+        self.modern: Callable[[], bool] = _never
+        self._noted = False
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None,
+        opts: CallOptions | None = None, *, _related_request_id: RequestId | None = None,
+    ) -> dict[str, Any]:
+        declared = _declared.get()
+        if declared is not None and params is not None and self.modern():
+            params = _narrowed(params, declared)
+        raw = await super().send_raw_request(method, params, opts,
+                                             _related_request_id=_related_request_id)
+        if "resultType" not in raw and self.modern():
+            raw["resultType"] = COMPLETE
+            self._note(method)
+        return raw
+
+    def _note(self, method: str) -> None:
+        """Say once per session that the upstream leaves ``resultType`` out."""
+        if not self._noted:
+            self._noted = True
+            logger.info("upstream %s: %s answered without resultType; read as %r (the "
+                        "specification's meaning of an absent resultType)",
+                        self.server or "?", method, COMPLETE)
+
+
+def upstream_session(read: Any, write: Any, *, server: str, **options: Any) -> ClientSession:
+    """A ``ClientSession`` on ``read``/``write`` with the :class:`LenientDispatcher`."""
+    dispatcher = LenientDispatcher(read, write, server=server)
+    session = ClientSession(dispatcher=dispatcher, **options)
+    dispatcher.modern = lambda: session.protocol_version in MODERN_PROTOCOL_VERSIONS
+    return session
