@@ -67,6 +67,17 @@ class CallContext:
     trace: Any = None
     #: The signed-in identity's name (set by the Hub from the caller), for per-user upstreams.
     identity: str | None = None
+    #: The caller's attributes (``sub:alice``, ``email:a@x``; set by the Hub from the caller).
+    identity_attributes: frozenset[str] = frozenset()
+
+    def claims(self) -> dict[str, str]:
+        """The identity claims a rewritten argument may use: ``sub``, ``email``, ``name``."""
+        claims: dict[str, str] = {"name": self.identity} if self.identity else {}
+        for attr in self.identity_attributes:
+            key, _, value = attr.partition(":")
+            if key in ("sub", "email") and value:
+                claims[key] = value
+        return claims
 
     # -- capabilities --------------------------------------------------------------
     @property

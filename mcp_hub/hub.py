@@ -512,6 +512,7 @@ class Hub(ServingMixin):
         if call.hub is None:
             call.hub = self
         call.identity = call.identity or caller.identity
+        call.identity_attributes = call.identity_attributes or caller.attributes
         started = time.perf_counter()
         status = "error"
         result: types.CallToolResult | None = None

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
+from mcp_hub.rewrite.tool import ArgumentPlan
 from mcp_hub.upstream.list_hints import ListHint
 from mcp_hub.upstream.listening import Kind, WatchedUris
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
@@ -75,6 +76,8 @@ class ToolRecord:
     exposed: str
     schema: dict[str, Any]
     read_only: bool
+    #: How a rewrite turns the client's arguments into the upstream's (mcp_hub.rewrite).
+    plan: ArgumentPlan | None = None
 
 
 class ConnectionState:
