@@ -32,7 +32,8 @@ from typing import Any
 
 from mcp_hub.rewrite.settings import ToolRewrite
 
-__all__ = ["ArgumentPlan", "Refused", "has_template", "is_secret", "rewrite_definition"]
+__all__ = ["ArgumentPlan", "Refused", "applied", "has_template", "is_secret",
+           "rewrite_definition"]
 
 _TEMPLATE = re.compile(r"\{identity\.([A-Za-z_]+)\}")
 #: The claims a template may name.
@@ -199,3 +200,14 @@ def _rewrite_schema(schema: Mapping[str, Any], rule: ToolRewrite,
     if required or "required" in schema:
         out["required"] = required
     return out
+
+
+def applied(rule: ToolRewrite, secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """The keys ``rule`` sets, as the config says them, with secret values redacted."""
+    keep = tuple(secrets)
+    data = rule.model_dump(exclude_defaults=True, mode="json")
+    for arg in data.get("arguments", {}).values():
+        for key in ("fixed", "default"):
+            if key in arg and is_secret(arg[key], keep):
+                arg[key] = "[REDACTED]"
+    return data

@@ -96,7 +96,8 @@ class CatalogMixin(CallsMixin):
     async def _sync(self, session: ClientSession, kinds: set[Kind], *, initial: bool = False
                     ) -> None:
         if "tools" in kinds and self.supports("tools"):
-            new, raw_defs = self._tool_records(await self._list_all(session, "tools"))
+            self.listed = await self._list_all(session, "tools")
+            new, raw_defs = self._tool_records(self.listed)
             blocked = await self._check_pins(raw_defs, new)
             if self._apply_tools(new, blocked):
                 self.hooks.changed(self.name, "tools")

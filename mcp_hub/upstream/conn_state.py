@@ -112,6 +112,9 @@ class ConnectionState:
 
         self.tools: dict[str, ToolRecord] = {}
         self.exposed: dict[str, str] = {}  # exposed → raw
+        #: Every tool of the last listing as the upstream sent it (before include, exclude
+        #: and rewrites): what ``mcp-hub check`` holds the rewrites against.
+        self.listed: list[types.Tool] = []
         self.rejected: dict[str, str] = {}
         #: Exposed names hidden because their tool changed since it was pinned (policy block).
         self.pin_blocked: set[str] = set()
