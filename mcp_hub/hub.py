@@ -47,6 +47,7 @@ from mcp_hub.redact import attach as attach_secrets
 from mcp_hub.redact import detach as detach_secrets
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as builtin_declarations
+from mcp_hub.rewrite.profiles import ProfileRewrites
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
@@ -87,6 +88,8 @@ class Hub(ServingMixin):
     ) -> None:
         self.config = config
         self._bridges: OrderedDict[Caller, ToolSearchBridge] = OrderedDict()
+        # Profile → (the config it was built from, that profile's tool rewrites).
+        self._rewrites: dict[str, tuple[HubConfig, ProfileRewrites | None]] = {}
         self.registry = registry if registry is not None else ToolRegistry()
         self.registry.allow_tool_override = config.hub.allow_tool_override
         self.hooks = HookManager()
@@ -366,7 +369,24 @@ class Hub(ServingMixin):
     def _definitions(self, caller: Caller) -> list[dict[str, Any]]:
         tools = self.access.policy(caller).tools
         names = None if tools is None else set(tools)
-        return self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
+        defs = self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
+        rewrites = self.rewrites_for(caller)
+        return defs if rewrites is None else rewrites.definitions(defs)
+
+    def rewrites_for(self, caller: Caller) -> ProfileRewrites | None:
+        """The tool rewrites of the caller's profile (``[profiles.P.tools]``), if it has any."""
+        profile = caller.profile
+        if profile is None:
+            return None
+        config = self.config
+        cached = self._rewrites.get(profile)
+        if cached is not None and cached[0] is config:
+            return cached[1]
+        settings = config.profiles.get(profile)
+        rewrites = (ProfileRewrites(settings.tools, config.secret_values)
+                    if settings is not None and settings.tools else None)
+        self._rewrites[profile] = (config, rewrites)
+        return rewrites
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
         return run_steps(origins_steps(self))
@@ -383,6 +403,8 @@ class Hub(ServingMixin):
             return cached[1]
         defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
+        if (rewrites := self.rewrites_for(caller)) is not None:
+            origins, servers = rewrites.names(origins), rewrites.names(servers)
         result = ([d for d in defs if origins.get(d["name"]) in ("upstream", "plugin")], servers,
                   available)
         if len(self._catalog_cache) >= 64:
@@ -472,8 +494,11 @@ class Hub(ServingMixin):
             return list(defs)
 
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
-        defs = self._definitions(as_caller(profile))
+        caller = as_caller(profile)
+        defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
+        if (rewrites := self.rewrites_for(caller)) is not None:
+            origins, servers = rewrites.names(origins), rewrites.names(servers)
         plan = plan_exposure(defs, origins, servers, self.config.tool_search)
         return {
             "mode": self.config.tool_search.mode,
@@ -516,6 +541,7 @@ class Hub(ServingMixin):
         started = time.perf_counter()
         status = "error"
         result: types.CallToolResult | None = None
+        rewrites = self.rewrites_for(caller)
         try:
             with self.telemetry.serve(name, call) as traced:
                 result = await handle_function_call(
@@ -523,6 +549,7 @@ class Hub(ServingMixin):
                     bridge=self.bridge_for(caller),
                     max_result_size_chars=self.config.hub.max_result_size_chars,
                     allow=self.access.tool_filter(caller), call=call,
+                    rewrite=None if rewrites is None else rewrites.translator(call.claims),
                 )
                 traced.done(result)
             status = "error" if result.is_error else "ok"
@@ -535,7 +562,8 @@ class Hub(ServingMixin):
                 raise
             return types.CallToolResult(content=[types.TextContent(text=waiting)], is_error=True)
         finally:
-            entry = self.registry.get_entry(name)
+            entry = self.registry.get_entry(name if rewrites is None
+                                            else rewrites.upstream_name(name))
             server = _server_of_toolset(entry.toolset) if entry else "hub"
             seconds = time.perf_counter() - started
             self.metrics.observe_call(name, server, status, seconds, time.time(), identity=caller.identity)

@@ -56,6 +56,19 @@ fixed = 40.5
 """
 
 
+#: A profile's rewrites on top of the server's (keyed by the exposed name).
+PROFILE = """
+[profiles.support.tools.tracker_new_issue]
+name = "report_issue"
+description = "Open an issue for a customer report."
+arguments.labels.fixed = ["customer"]
+arguments.summary.rename = "headline"
+
+[profiles.support.tools.tracker_received]
+hide = true
+"""
+
+
 def config(tmp: Path, *, bridge: bool = False, extra: str = "", everything: bool = True) -> Path:
     body = TRACKER + REWRITES + (EVERYTHING_REWRITES if everything else "") + extra
     body += f'\n[tool_search]\nmode = "{"on" if bridge else "off"}"\n'
@@ -63,13 +76,15 @@ def config(tmp: Path, *, bridge: bool = False, extra: str = "", everything: bool
 
 
 @asynccontextmanager
-async def client(transport: str, path: Path, tmp: Path, *, endpoint: str = "/mcp",
+async def client(transport: str, path: Path, tmp: Path, *, profile: str | None = None,
                  headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
-    """A client session of a hub run with ``path`` over ``transport`` ("stdio" or "http")."""
+    """A client session of a hub run with ``path`` over ``transport`` ("stdio" or "http"),
+    on ``profile``'s endpoint when given."""
     if transport == "stdio":
-        async with stdio_hub(path) as session:
+        async with stdio_hub(path, *(["--profile", profile] if profile else [])) as session:
             yield session
         return
+    endpoint = f"/p/{profile}/mcp" if profile else "/mcp"
     async with http_hub(path, tmp) as hub, http_session(hub.base + endpoint,
                                                           headers=headers) as session:
         yield session
