@@ -569,7 +569,14 @@ class Hub(ServingMixin):
             self.metrics.observe_call(name, server, status, seconds, time.time(), identity=caller.identity)
             if self.audit.enabled:
                 self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
-                                               seconds, arguments, result))
+                                               seconds, arguments, result),
+                                upstream_tool=self._upstream_name(entry))
+
+    def _upstream_name(self, entry: Any) -> str | None:
+        """The upstream's own name of an upstream tool (it differs when a rewrite renamed it)."""
+        server = server_of_toolset(entry.toolset) if entry is not None else None
+        conn = self.upstreams.connection(server) if server else None
+        return conn.exposed.get(entry.name) if conn is not None else None
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ claim is refused; the ``${ENV}`` value reaches the upstream and no listing or lo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ CI_TOKEN = "ci-token-0123456789abcdef"
 SECRET_REPO = "repo-secret-9c1d7e5b"
 
 RULES = """
+[servers.tracker.tools.create_issue]
+name = "file_issue"
+
 [servers.tracker.tools.create_issue.arguments.owner]
 fixed = "{identity.sub}"
 
@@ -37,6 +41,7 @@ fixed = "reported by {identity.email}"
 
 def _config(tmp: Path, issuer: str) -> Path:
     body = TRACKER + RULES + f'\n[auth]\nissuer = "{issuer}"\nrequired_scopes = ["mcp"]\n'
+    body += f'\n[audit]\npath = "{tmp / "audit.jsonl"}"\ninclude_arguments = true\n'
     hub = f'[hub.http]\nauth_tokens = [{{ name = "ci", token = "{CI_TOKEN}" }}]\n'
     return write_config(tmp, body, hub=hub)
 
@@ -49,10 +54,10 @@ async def _token(auth: AuthServer, hub: HttpHub, sub: str, **claims: Any) -> str
 async def _create(hub: HttpHub, token: str, title: str) -> Any:
     async with http_session(hub.mcp_url, headers={"Authorization": f"Bearer {token}"}) as s:
         listed = {t.name: t for t in (await s.list_tools()).tools}
-        schema = listed["tracker_create_issue"].input_schema
+        schema = listed["tracker_file_issue"].input_schema
         assert "owner" not in schema["properties"] and "body" not in schema["properties"]
         assert "default" not in schema["properties"]["repo"]
-        return await s.call_tool("tracker_create_issue", {"title": title})
+        return await s.call_tool("tracker_file_issue", {"title": title})
 
 
 async def test_two_identities_get_their_own_values_and_the_secret_stays_hidden(
@@ -83,3 +88,8 @@ async def test_two_identities_get_their_own_values_and_the_secret_stays_hidden(
                                     headers={"Authorization": f"Bearer {alice}"}) as s:
                 assert text(await s.call_tool("tracker_received", {})) == "2"
     assert SECRET_REPO not in hub.stderr()
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    calls = [a for a in audit if a.get("tool") == "tracker_file_issue"]
+    assert calls and all(a["upstream_tool"] == "create_issue" for a in calls)
+    assert {a["identity"] for a in calls} >= {"alice", "bob"}
+    assert SECRET_REPO not in json.dumps(audit)
