@@ -73,6 +73,18 @@ def cpu_seconds(pid: int, children: bool = True) -> float:
 
 FASTMCP_PY = ROOT / "bench" / "peers" / ".venv-fastmcp" / "bin" / "python"
 SESSIONS, IN_FLIGHT = 16, 4
+#: ``--identity``: the hubs take this named token, and an access rule maps it to a profile
+#: holding the echo server, so every call pays for the identity's checks. The other targets
+#: ignore the header.
+TOKEN: str | None = None
+IDENTITY_CONFIG = """
+[profiles.bench]
+toolsets = ["mcp-echo"]
+
+[[access]]
+match = "token:bench"
+profile = "bench"
+"""
 
 
 def log(msg: str) -> None:
@@ -129,7 +141,11 @@ def hub(tmp: Path, tree: Path = ROOT, label: str = "hub") -> AbstractAsyncContex
     config = hub_config(tmp / f"{label}.toml", {"echo": {}})
     # Its own state dir: the default one is shared by every hub run on the machine.
     state = tmp / f"{label}-state"
-    config.write_text(config.read_text().replace("[hub]\n", f"[hub]\nstate_dir = {json.dumps(str(state))}\n", 1))
+    text = config.read_text().replace("[hub]\n", f"[hub]\nstate_dir = {json.dumps(str(state))}\n", 1)
+    if TOKEN is not None:
+        text = text.replace("\n\n", f"\n\n[hub.http]\nauth_tokens = [{{ name = \"bench\", token = \"{TOKEN}\" }}]\n\n",
+                            1) + IDENTITY_CONFIG
+    config.write_text(text)
     return _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
                     tmp / f"{label}.log", ready=lambda: _ready(port), cwd=tree)
 
@@ -156,7 +172,7 @@ TARGETS = {"direct": direct, "mcp-hub": hub, "fastmcp": fastmcp}
 
 
 async def _sessions(port: int, tool: str) -> list[RawSession]:
-    sessions = [RawSession("127.0.0.1", port, width=IN_FLIGHT) for _ in range(SESSIONS)]
+    sessions = [RawSession("127.0.0.1", port, width=IN_FLIGHT, token=TOKEN) for _ in range(SESSIONS)]
     for s in sessions:
         await s.open()
     await sessions[0].request(0, "tools/call", {"name": tool, "arguments": {"text": "warm"}})
@@ -201,7 +217,7 @@ async def run(args: argparse.Namespace) -> dict[str, dict[str, Sample]]:
         tools: dict[str, str] = {}
         open_sessions: dict[str, list[RawSession]] = {}
         for n in names:
-            probe = RawSession("127.0.0.1", ports[n])
+            probe = RawSession("127.0.0.1", ports[n], token=TOKEN)
             await probe.open()
             tools[n] = await _find_echo(probe)
             await probe.close()
@@ -285,9 +301,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-tree", type=Path, metavar="DIR",
                         help="also run the hub of another checkout (e.g. `git archive` of main "
                              "unpacked in DIR) as target 'hub (base)', interleaved with the others")
+    parser.add_argument("--identity", action="store_true",
+                        help="the hubs serve a named token whose access rule maps it to a profile "
+                             "(the per-call cost of identity checks)")
     parser.add_argument("--py-spy", metavar="OUT", help="record the hub process with py-spy "
                         "(pip install py-spy) during the measured rounds, collapsed stacks to OUT")
     args = parser.parse_args(argv)
+    if args.identity:
+        global TOKEN
+        TOKEN = "bench-token-0123456789abcdef"
     if args.base_tree is not None:
         base = args.base_tree.resolve()
         TARGETS["hub (base)"] = lambda tmp: hub(tmp, base, "hub-base")

@@ -127,6 +127,10 @@ def _with_telemetry(config: Path, path: Path, endpoint: str) -> Path:
     return path
 
 
+#: ``--base-tree DIR``: the hub of another checkout, run as target ``hub stdio (base)``.
+BASE_TREE: Path | None = None
+
+
 def endpoints(tmp: Path, sink: str) -> dict[str, Callable[[], AbstractAsyncContextManager[Connected]]]:
     config = hub_config(tmp / "servers.toml", {"echo": {}})
     otel = _with_telemetry(config, tmp / "servers-otel.toml", sink)
@@ -140,6 +144,7 @@ def endpoints(tmp: Path, sink: str) -> dict[str, Callable[[], AbstractAsyncConte
         "hub stdio otel": lambda: stdio_endpoint(PY, hub_command(otel), errlog=errlog),
         "hub http otel": lambda: hub_http(tmp, otel),
         "hub stdio otel-dead": lambda: stdio_endpoint(PY, hub_command(dead), errlog=errlog),
+        "hub stdio (base)": lambda: stdio_endpoint(PY, hub_command(config), cwd=BASE_TREE, errlog=errlog),
     }
 
 
@@ -252,7 +257,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chunk-seconds", type=float, default=5.0,
                         help="time budget of one chunk (default 5 s; bounds the run to ~2 min)")
+    parser.add_argument("--base-tree", type=Path, metavar="DIR",
+                        help="also run the hub of another checkout (e.g. `git archive` of a commit "
+                             "unpacked in DIR) over stdio as target 'hub stdio (base)', interleaved")
     args = parser.parse_args(argv)
+    if args.base_tree is not None:
+        global BASE_TREE
+        BASE_TREE = args.base_tree.resolve()
+        args.targets.append("hub stdio (base)")
     if "direct stdio" not in args.targets:
         args.targets.insert(0, "direct stdio")
     started = time.perf_counter()

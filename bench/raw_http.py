@@ -91,8 +91,10 @@ class RawSession:
     """One MCP session (``initialize`` + ``notifications/initialized``) over ``width`` connections."""
 
     def __init__(self, host: str, port: int, path: str = "/mcp", width: int = 1,
-                 gzip: bool = False) -> None:
+                 gzip: bool = False, token: str | None = None) -> None:
         self.path = path
+        #: Sent as ``Authorization: Bearer TOKEN`` on every request (a hub with tokens).
+        self.auth = f"Authorization: Bearer {token}\r\n".encode() if token else b""
         #: Ask for gzip (``Accept-Encoding: gzip``, as httpx and fetch do); answers are decoded.
         self.gzip = gzip
         self.conns = [RawConnection(host, port) for _ in range(width)]
@@ -105,7 +107,7 @@ class RawSession:
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {},
             "clientInfo": {"name": "raw-bench", "version": "1"}}}
-        status, headers, body = await self.conns[0].post(self.path, json.dumps(init).encode())
+        status, headers, body = await self.conns[0].post(self.path, json.dumps(init).encode(), self.auth)
         if status != 200 or b"mcp-session-id" not in headers:
             raise RuntimeError(f"initialize failed: {status} {body[:200]!r}")
         self.sid = headers[b"mcp-session-id"]
@@ -113,7 +115,7 @@ class RawSession:
                                  self._headers())
 
     def _headers(self) -> bytes:
-        head = b"Mcp-Session-Id: " + self.sid + b"\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+        head = self.auth + b"Mcp-Session-Id: " + self.sid + b"\r\nMcp-Protocol-Version: 2025-11-25\r\n"
         return head + b"Accept-Encoding: gzip\r\n" if self.gzip else head
 
     async def close(self) -> None:

@@ -1,7 +1,7 @@
 """``hub_status``: what the hub is connected to and what it refused.
 
 With a running Hub attached to the call (``call.hub``) the answer is
-``hub.status()``: every upstream with its state, transport, tool/prompt/resource
+``hub.status(call.caller)``, what the caller reaches: every upstream with its state, transport, tool/prompt/resource
 counts, last error (secrets redacted), reconnect count and since when; rejected
 or shadowed tools with the reason; the tool_search state; version and uptime.
 Without one (``mcp-hub call``, tests) it reports what the registry alone knows:
@@ -55,7 +55,9 @@ async def hub_status_tool(args: dict[str, Any], *, call: CallContext | None = No
     status_fn = getattr(hub, "status", None)
     if status_fn is None:
         return registry_status(registry)
-    status = status_fn()
+    # The caller's own view (mcp_hub.access.OpsView): a narrow identity sees only its servers.
+    caller = call.caller if call is not None else None
+    status = status_fn(caller) if caller is not None else status_fn()
     if inspect.isawaitable(status):
         status = await status
     status = dict(status)

@@ -17,6 +17,11 @@ config) and is cheap to consult.
 
 A hidden name is indistinguishable from one that does not exist: the same
 error text, and "did you mean" suggestions drawn only from what the caller sees.
+
+The operations views (``/status.json``, the status page, ``/metrics``, ``hub_status``)
+ask here too: :meth:`AccessControl.ops_view` says which servers, tools and
+identities' counters one caller sees. Only a caller without an identity (no
+sign-in) or one whose ``[[access]]`` rule says ``admin = true`` sees everything.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = [
     "AccessControl",
     "AccessPolicy",
     "Caller",
+    "OpsView",
     "Owners",
     "as_caller",
     "unknown_prompt",
@@ -134,6 +140,40 @@ def _both(a: AccessPolicy, b: AccessPolicy) -> AccessPolicy:
                         denied_servers=a.denied_servers | b.denied_servers)
 
 
+@dataclass(frozen=True, slots=True)
+class OpsView:
+    """What the operations views show one caller.
+
+    ``full``: everything, every identity's counters included (no sign-in, or an
+    ``admin = true`` rule). Otherwise the tools of ``policy``, the servers in
+    ``servers`` (None: every server) and the counters of ``identity`` alone;
+    the hub-wide sections (sessions, replicas, state, pins) only when the policy
+    reaches everything.
+    """
+
+    full: bool
+    policy: AccessPolicy = UNRESTRICTED
+    servers: frozenset[str] | None = None
+    identity: str | None = None
+
+    @property
+    def hub_wide(self) -> bool:
+        """Whether sections about the whole hub (sessions, replicas, pins, state) show."""
+        return self.full or self.policy.unrestricted
+
+    def shows_tool(self, name: str) -> bool:
+        return self.full or self.policy.tool(name)
+
+    def shows_server(self, name: str) -> bool:
+        return self.full or self.servers is None or name in self.servers
+
+    def shows_identity(self, name: str) -> bool:
+        return self.full or (self.identity is not None and name == self.identity)
+
+
+FULL_VIEW = OpsView(full=True)
+
+
 class Owners(Protocol):
     """Which upstream server owns a prompt, resource or template (the upstream manager)."""
 
@@ -212,6 +252,29 @@ class AccessControl:
         everything = not prof.toolsets or bool(reached & ALL_ALIASES)
         servers = None if everything else _servers_of(reached)
         return AccessPolicy(tools=tools, servers=servers, denied_servers=denied)
+
+    # ------------------------------------------------------------------ operations views
+    def ops_view(self, who: Caller | str | None) -> OpsView:
+        """What ``/status.json``, the status page, ``/metrics`` and ``hub_status`` show ``who``."""
+        caller = as_caller(who)
+        config = self._config()
+        if caller.identity is not None and config.access:
+            rule = first_match(config.access, caller.attributes)
+            if rule is not None and rule.admin:
+                return FULL_VIEW
+        policy = self.policy(caller)
+        if caller.identity is None and policy.unrestricted:
+            return FULL_VIEW  # no sign-in: the operator's own hub
+        servers = None if policy.unrestricted else self._servers_shown(policy, config)
+        return OpsView(full=False, policy=policy, servers=servers, identity=caller.identity)
+
+    def _servers_shown(self, policy: AccessPolicy, config: HubConfig) -> frozenset[str]:
+        """The upstream servers the policy reaches, and the toolsets of the tools it reaches."""
+        shown = {name for name in config.servers if policy.server(name)}
+        for entry in self._registry.snapshot().values():
+            if policy.tool(entry.name):
+                shown.add(server_of_toolset(entry.toolset) or entry.toolset)
+        return frozenset(shown)
 
     # ------------------------------------------------------------------ tools
     def tool_filter(self, who: Caller | str | None) -> Callable[[str], bool] | None:

@@ -95,6 +95,8 @@ class HttpConfig(_Model):
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
     #: Key sealing session state into Mcp-Session-Id, shared by replicas (docs/deployment.md).
     session_secret: str | None = None
+    #: Seconds a sealed session id is valid at most from its ``initialize``, however used.
+    session_max_lifetime: float = Field(default=24 * 3600.0, gt=0)
     #: Sessions that only sent ``initialize`` are closed after this many seconds.
     session_init_timeout: float = Field(default=30.0, gt=0)
     #: Request line + headers, in bytes (431 beyond); and the number of header lines.

@@ -67,13 +67,15 @@ class CallContext:
     trace: Any = None
     #: The signed-in identity's name (set by the Hub from the caller), for per-user upstreams.
     identity: str | None = None
-    #: The caller's attributes (``sub:alice``, ``email:a@x``; set by the Hub from the caller).
-    identity_attributes: frozenset[str] = frozenset()
+    #: The :class:`mcp_hub.access.Caller` the Hub runs this call for (``hub_status`` shows
+    #: only what it reaches).
+    caller: Any = None
 
     def claims(self) -> dict[str, str]:
-        """The identity claims a rewritten argument may use: ``sub``, ``email``, ``name``."""
+        """The identity claims a rewritten argument may use: ``sub``, ``email``, ``name``
+        (from the caller's attributes: ``sub:alice``, ``email:a@example.com``)."""
         claims: dict[str, str] = {"name": self.identity} if self.identity else {}
-        for attr in self.identity_attributes:
+        for attr in getattr(self.caller, "attributes", ()):
             key, _, value = attr.partition(":")
             if key in ("sub", "email") and value:
                 claims[key] = value

@@ -10,6 +10,7 @@ through ``call.hub``.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
@@ -23,7 +24,7 @@ import anyio.abc
 from mcp import types
 
 from mcp_hub import __version__, prespawn, runtime
-from mcp_hub.access import EVERYONE, AccessControl, Caller, as_caller, caller_of_state
+from mcp_hub.access import EVERYONE, AccessControl, Caller, OpsView, as_caller, caller_of_state
 from mcp_hub.auth.audit import AuditLog, audit_fields
 from mcp_hub.builtin_binding import bound_builtins
 from mcp_hub.config import HubConfig, load_config
@@ -36,7 +37,7 @@ from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.flights import Flights
 from mcp_hub.hub_serving import ServingMixin
 from mcp_hub.log_levels import below_level, client_log_level
-from mcp_hub.metrics import Metrics
+from mcp_hub.metrics import UNKNOWN_TOOL, Metrics
 from mcp_hub.naming import server_of_toolset
 from mcp_hub.open_calls import OpenCalls
 from mcp_hub.pipeline import handle_function_call
@@ -72,6 +73,51 @@ Catalog = tuple[list[dict[str, Any]], dict[str, str], Hashable]
 
 def _server_of_toolset(toolset: str) -> str:
     return server_of_toolset(toolset) or toolset
+
+
+#: How a rejection reason names the toolset holding the name.
+_HOLDER = re.compile(r"toolset '([^']*)'")
+_HELD_ELSEWHERE = "the name is held by another toolset"
+
+
+def _reason_shown(reason: str, view: OpsView) -> str:
+    """A rejection reason, unless it names a toolset ``view`` does not show."""
+    hidden = any(not view.shows_server(_server_of_toolset(m)) for m in _HOLDER.findall(reason))
+    return _HELD_ELSEWHERE if hidden else reason
+
+
+def _upstream_status(st: Any, view: OpsView) -> dict[str, Any]:
+    """One upstream's row in :meth:`Hub.status`, its last error redacted."""
+    rejected = dict(getattr(st, "rejected_tools", {}) or {})
+    return {
+        "name": st.name,
+        "state": str(getattr(st.state, "value", st.state)),
+        "transport": st.transport,
+        "tools": st.tools,
+        "prompts": st.prompts,
+        "resources": st.resources,
+        "last_error": redact(st.last_error) if st.last_error else None,
+        "reconnects": st.reconnects,
+        "in_flight": st.in_flight,
+        "rejected_tools": {name: _reason_shown(why, view) for name, why in rejected.items()},
+        "since": st.state_since,
+        "connect_ms": st.connect_ms,
+    }
+
+
+def _rejected_shown(rows: list[dict[str, Any]], view: OpsView) -> list[dict[str, Any]]:
+    """The rejected tools of the servers ``view`` shows; a holder it does not show stays unnamed."""
+    if view.full:
+        return rows
+    shown = []
+    for row in rows:
+        if not view.shows_server(_server_of_toolset(row["toolset"])):
+            continue
+        holder = row.get("held_by")
+        if holder is not None and not view.shows_server(_server_of_toolset(holder)):
+            row = {**row, "held_by": None, "reason": _HELD_ELSEWHERE}
+        shown.append({**row, "reason": _reason_shown(row["reason"], view)})
+    return shown
 
 
 class Hub(ServingMixin):
@@ -537,7 +583,7 @@ class Hub(ServingMixin):
         if call.hub is None:
             call.hub = self
         call.identity = call.identity or caller.identity
-        call.identity_attributes = call.identity_attributes or caller.attributes
+        call.caller = caller
         started = time.perf_counter()
         status = "error"
         result: types.CallToolResult | None = None
@@ -566,7 +612,9 @@ class Hub(ServingMixin):
                                             else rewrites.upstream_name(name))
             server = _server_of_toolset(entry.toolset) if entry else "hub"
             seconds = time.perf_counter() - started
-            self.metrics.observe_call(name, server, status, seconds, time.time(), identity=caller.identity)
+            # Only a registered name becomes a label: made-up names share one series.
+            label = name if entry is not None or self.bridge.handles(name) else UNKNOWN_TOOL
+            self.metrics.observe_call(label, server, status, seconds, time.time(), identity=caller.identity)
             if self.audit.enabled:
                 self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
                                                seconds, arguments, result),
@@ -579,29 +627,50 @@ class Hub(ServingMixin):
         return conn.exposed.get(entry.name) if conn is not None else None
 
     # ------------------------------------------------------------------ status
-    def status(self) -> dict[str, Any]:
-        """Everything ``hub_status`` and the status page show, secrets redacted."""
-        statuses = self.upstreams.statuses()
-        ups = []
-        for st in statuses:
-            ups.append({
-                "name": st.name,
-                "state": str(getattr(st.state, "value", st.state)),
-                "transport": st.transport,
-                "tools": st.tools,
-                "prompts": st.prompts,
-                "resources": st.resources,
-                "last_error": redact(st.last_error) if st.last_error else None,
-                "reconnects": st.reconnects,
-                "in_flight": st.in_flight,
-                "rejected_tools": dict(getattr(st, "rejected_tools", {}) or {}),
-                "since": st.state_since,
-                "connect_ms": st.connect_ms,
-            })
-        rejected = rejected_tools(self.registry.rejections, statuses)
+    def status(self, profile: Caller | str | None = None) -> dict[str, Any]:
+        """Everything ``hub_status`` and the status page show this caller, secrets redacted.
+
+        The caller's :class:`~mcp_hub.access.OpsView` decides: the servers, tools,
+        rejected tools and recent calls it reaches, the counters of its own identity,
+        and the hub-wide sections only when it reaches everything. Without a
+        caller (the operator, no sign-in): all of it.
+        """
+        view = self.access.ops_view(profile)
+        statuses = [st for st in self.upstreams.statuses() if view.shows_server(st.name)]
         toolsets: dict[str, int] = {}
         for e in self.registry.snapshot().values():
-            toolsets[e.toolset] = toolsets.get(e.toolset, 0) + 1
+            if view.shows_tool(e.name):
+                toolsets[e.toolset] = toolsets.get(e.toolset, 0) + 1
+        body: dict[str, Any] = {
+            "hub": self._hub_status(view.hub_wide),
+            "upstreams": [_upstream_status(st, view) for st in statuses],
+            "tools": {"total": sum(toolsets.values()), "by_toolset": dict(sorted(toolsets.items()))},
+            "rejected_tools": _rejected_shown(rejected_tools(self.registry.rejections, statuses), view),
+            "tool_search": self.tool_search_state(profile),
+            "recent_calls": [
+                {"tool": c.tool, "server": c.server, "status": c.status,
+                 "duration_ms": round(c.duration_ms, 2), "time": c.time}
+                for c in list(self.metrics.recent) if view.shows_tool(c.tool)
+            ][-20:],
+            "identities": self.metrics.identity_summary(view.shows_identity),
+        }
+        if not view.full:
+            body["view"] = {"scope": "caller", "identity": view.identity}
+        if view.hub_wide:
+            body.update(self._hub_wide_status())
+        return body
+
+    def _hub_status(self, hub_wide: bool) -> dict[str, Any]:
+        hub: dict[str, Any] = {"name": self.config.hub.name, "version": self.version,
+                               "uptime_seconds": round(time.time() - self.started_at, 1),
+                               "sessions": self.sessions.count}
+        if hub_wide:
+            hub.update({"config": str(self.config.source) if self.config.source else None,
+                        "plugins": self.plugins})
+        return hub
+
+    def _hub_wide_status(self) -> dict[str, Any]:
+        """Sections about the whole hub: rounds, pins, the shared state, per-user servers, OAuth."""
         extra: dict[str, Any] = {"input_rounds": self.rounds.report()}
         pin_report = getattr(self.upstreams, "pin_report", None)
         if callable(pin_report):
@@ -610,20 +679,4 @@ class Hub(ServingMixin):
         extra["per_user"] = self.per_user.status()
         if oauth := oauth_status(self.config.servers):
             extra["oauth"] = oauth  # which token store, where; never a token
-        return {
-            "hub": {"name": self.config.hub.name, "version": self.version,
-                    "uptime_seconds": round(time.time() - self.started_at, 1),
-                    "config": str(self.config.source) if self.config.source else None,
-                    "sessions": self.sessions.count, "plugins": self.plugins},
-            "upstreams": ups,
-            "tools": {"total": len(self.registry), "by_toolset": dict(sorted(toolsets.items()))},
-            "rejected_tools": rejected,
-            "tool_search": self.tool_search_state(),
-            "recent_calls": [
-                {"tool": c.tool, "server": c.server, "status": c.status,
-                 "duration_ms": round(c.duration_ms, 2), "time": c.time}
-                for c in list(self.metrics.recent)[-20:]
-            ],
-            "identities": self.metrics.identity_summary(),
-            **extra,
-        }
+        return extra

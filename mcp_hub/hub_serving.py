@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from mcp_hub.access import AccessControl, Caller, remember_caller
+from mcp_hub.access import AccessControl, Caller, OpsView, remember_caller
 from mcp_hub.context import CallContext
 from mcp_hub.log_levels import client_log_level, most_verbose, set_client_log_level
+from mcp_hub.metrics import Metrics
 from mcp_hub.sessions import SessionTracker
 from mcp_hub.startup import StartupGate
 
@@ -35,6 +36,7 @@ class ServingMixin:
     upstreams: UpstreamManager
     startup: StartupGate
     sessions: SessionTracker
+    metrics: Metrics
     #: Resource subscriptions: uri -> connections that asked for it (changed only here).
     resource_subscribers: dict[str, list[Any]]
 
@@ -55,6 +57,16 @@ class ServingMixin:
     def upstream_statuses(self) -> list[UpstreamStatus]:
         """One status per configured upstream server, in file order."""
         return self.upstreams.statuses()
+
+    # ------------------------------------------------------------------ operations views
+    def ops_view(self, caller: Caller) -> OpsView:
+        """What ``/status.json``, the status page and ``/metrics`` show this caller."""
+        return self.access.ops_view(caller)
+
+    def metrics_text(self, caller: Caller) -> str:
+        """The ``/metrics`` body for this caller: its servers' and tools' series, its own counters."""
+        return self.metrics.render(upstreams=self.upstreams.statuses(), list_changed=self.sessions.sent,
+                                   sessions=self.sessions.count, view=self.access.ops_view(caller))
 
     # ------------------------------------------------------------------ prompts
     async def list_prompts(self, caller: Caller) -> list[types.Prompt]:

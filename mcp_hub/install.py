@@ -18,8 +18,19 @@ is not touched. The hub's entry is added or replaced by :mod:`mcp_hub.jsonedit`,
 so every other byte stays as it was. An entry already equal to the new one is
 left alone (installing twice changes nothing); a different entry of the same
 name is replaced only with ``--force``. Before any change the old file is copied
-to ``NAME.mcp-hub-YYYYmmddTHHMMSS.bak`` beside it, and the new text is written to
-a temporary file that then replaces the old one, so the file is never half written.
+to ``NAME.mcp-hub-YYYYmmddTHHMMSS-XXXXXXXX.bak`` beside it, and the new text is
+written to a temporary file that then replaces the old one (``os.replace``), so the
+file is never half written.
+
+The folder may be shared with other programs or people, so nothing here follows a
+name someone else could have planted: the backup and the temporary file get
+unpredictable names and are created exclusively (``O_CREAT|O_EXCL|O_NOFOLLOW``,
+mode 0600, by :func:`tempfile.mkstemp`), and a symlink or an existing file at one of
+those names is never written through. Two installs at once (several clients set up
+by one script) cannot lose each other's entries: read, edit and replace happen
+under an exclusive ``flock`` on ``.NAME.mcp-hub.lock`` beside the file (opened
+without following a symlink, removed when done), and the file is read again once
+the lock is held.
 """
 
 from __future__ import annotations
@@ -27,9 +38,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,34 +120,87 @@ def _read(path: Path) -> tuple[str | None, str]:
     return text, ""
 
 
-def _backup(path: Path) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    backup = path.with_name(f"{path.name}.mcp-hub-{stamp}.bak")
-    n = 1
-    while backup.exists():
-        n += 1
-        backup = path.with_name(f"{path.name}.mcp-hub-{stamp}-{n}.bak")
-    shutil.copy2(path, backup)
-    return backup
-
-
-def _write(path: Path, text: str, existed: bool) -> Path | None:
-    """Replace ``path`` with ``text`` atomically, after backing up the old file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup = _backup(path) if existed else None
-    tmp = path.with_name(f".{path.name}.mcp-hub-{os.getpid()}.tmp")
+def _exclusive(path: Path, suffix: str, data: bytes, mode: int | None = None) -> Path:
+    """A new file beside ``path`` holding ``data``, under an unpredictable name, created
+    with ``O_CREAT|O_EXCL|O_NOFOLLOW`` (a planted name or symlink is never written through)."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.mcp-hub-{suffix}",
+                                suffix=".bak" if suffix else ".tmp")
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
-        if existed:
-            shutil.copymode(path, tmp)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return Path(name)
+
+
+def _backup(path: Path, data: bytes) -> Path:
+    """A copy of the old file's bytes, ``NAME.mcp-hub-STAMP-XXXXXXXX.bak`` (0600)."""
+    return _exclusive(path, time.strftime("%Y%m%dT%H%M%S-", time.gmtime()), data)
+
+
+def _write(path: Path, text: str, old: bytes | None) -> Path | None:
+    """Replace ``path`` with ``text`` atomically, after backing up the ``old`` bytes."""
+    backup = _backup(path, old) if old is not None else None
+    mode = stat.S_IMODE(os.stat(path).st_mode) if old is not None else None
+    tmp = _exclusive(path.with_name(f".{path.name}"), "", text.encode("utf-8"), mode)
+    try:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return backup
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``.NAME.mcp-hub.lock`` beside ``path``: one install or
+    uninstall of that file at a time. The lock file is opened without following a
+    symlink, must be a regular file, and is removed again before the lock is released
+    (a process that locked a removed one opens the new one and waits again)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if sys.platform == "win32":  # pragma: no cover - no flock; one install at a time there
+        yield
+        return
+    lock = path.with_name(f".{path.name}.mcp-hub.lock")
+    fd = _lock_file(lock, path)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        os.close(fd)  # closing releases the lock
+
+
+def _lock_file(lock: Path, path: Path) -> int:
+    """The descriptor of ``lock``, locked, still the file at that name."""
+    import fcntl
+
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        try:
+            fd = os.open(lock, flags, 0o600)
+        except OSError as exc:
+            raise HubError(f"{lock}: cannot open the lock file ({exc.strerror}); "
+                           f"{path.name} was not changed") from None
+        try:
+            held = os.fstat(fd)
+            if not stat.S_ISREG(held.st_mode):
+                raise HubError(f"{lock} is not a regular file; {path.name} was not changed")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                now = os.lstat(lock)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            return fd
+        os.close(fd)  # the holder before us removed it: lock the new one
 
 
 def _check(before: Any, after_text: str, t: Target, name: str, entry: Any) -> None:
@@ -154,6 +222,13 @@ def _check(before: Any, after_text: str, t: Target, name: str, entry: Any) -> No
 
 def _install_file(t: Target, name: str, entry: dict[str, Any], force: bool) -> Outcome:
     path = Path(os.path.realpath(t.path))
+    with _locked(path):
+        return _install_locked(t, path, name, entry, force)
+
+
+def _install_locked(t: Target, path: Path, name: str, entry: dict[str, Any],
+                    force: bool) -> Outcome:
+    """:func:`_install_file` once the lock is held: the file as it is now, edited."""
     text, bom = _read(path)
     blank = text is None or not text.strip()
     try:
@@ -172,13 +247,21 @@ def _install_file(t: Target, name: str, entry: dict[str, Any], force: bool) -> O
     else:
         new = jsonedit.set_member(text or "", t.container, name, entry, comments=t.comments)
     _check(before, new, t, name, entry)
-    backup = _write(path, bom + new, text is not None)
+    backup = _write(path, bom + new, None if text is None else (bom + text).encode())
     verb = "replaced" if current is not None else "added"
     return Outcome(f"{verb} {name!r} {'in' if current is not None else 'to'} {path}", True, backup)
 
 
 def _uninstall_file(t: Target, name: str) -> Outcome:
     path = Path(os.path.realpath(t.path))
+    if not path.parent.is_dir():  # no folder, no file: nothing to lock or remove
+        return Outcome(f"{path} has no server named {name!r}; nothing to do", False)
+    with _locked(path):
+        return _uninstall_locked(t, path, name)
+
+
+def _uninstall_locked(t: Target, path: Path, name: str) -> Outcome:
+    """:func:`_uninstall_file` once the lock is held."""
     text, bom = _read(path)
     if text is None or not text.strip():
         return Outcome(f"{path} has no server named {name!r}; nothing to do", False)
@@ -190,7 +273,7 @@ def _uninstall_file(t: Target, name: str) -> Outcome:
     if new is None:
         return Outcome(f"{path} has no server named {name!r}; nothing to do", False)
     _check(before, new, t, name, None)
-    backup = _write(path, bom + new, True)
+    backup = _write(path, bom + new, (bom + text).encode())
     return Outcome(f"removed {name!r} from {path}", True, backup)
 
 

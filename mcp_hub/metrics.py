@@ -3,6 +3,15 @@
 Kept dependency-free: a handful of counters and one histogram need no client
 library. Label values are tool and server names (never arguments or results),
 and every rendered line passes through :func:`mcp_hub.redact.redact`.
+
+Label sets stay bounded: the Hub passes a tool's name only when it is a
+registered tool at call time, and :data:`UNKNOWN_TOOL` for anything else (a
+made-up name is one series, however many are tried); identities beyond
+:data:`MAX_IDENTITIES` are counted as :data:`OTHER_IDENTITY`.
+
+:meth:`Metrics.render` and :meth:`Metrics.identity_summary` show one caller
+only what its :class:`Shown` (the Hub's :class:`~mcp_hub.access.OpsView`) lets
+it see: the series of its tools and servers and its own identity's counters.
 """
 
 from __future__ import annotations
@@ -10,12 +19,16 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mcp_hub.redact import redact
 
-__all__ = ["CallRecord", "Metrics"]
+__all__ = ["UNKNOWN_TOOL", "CallRecord", "Metrics", "Shown"]
+
+#: The one tool label of every call to a name that is not a registered tool.
+UNKNOWN_TOOL = "(unknown)"
 
 #: Distinct identities counted by name; later ones are counted as "other" (bounded cardinality).
 MAX_IDENTITIES = 100
@@ -34,6 +47,28 @@ class CallRecord:
     status: str
     duration_ms: float
     time: float
+
+
+class Shown(Protocol):
+    """Which series one caller may see (:class:`mcp_hub.access.OpsView`)."""
+
+    def shows_tool(self, name: str) -> bool: ...
+    def shows_server(self, name: str) -> bool: ...
+    def shows_identity(self, name: str) -> bool: ...
+
+
+class _Everything:
+    def shows_tool(self, name: str) -> bool:
+        return True
+
+    def shows_server(self, name: str) -> bool:
+        return True
+
+    def shows_identity(self, name: str) -> bool:
+        return True
+
+
+EVERYTHING: Shown = _Everything()
 
 
 def _esc(value: str) -> str:
@@ -66,29 +101,37 @@ class Metrics:
                     else:
                         self._identities.add(identity)
                 self.identity_calls[(identity, status)] += 1
+            self.recent.append(CallRecord(tool, server, status, seconds * 1000.0, now))
+            if status == "unknown":
+                return  # nothing ran: no latency to record, no histogram of its own
             buckets = self._hist.get(server)
             if buckets is None:
                 buckets = self._hist[server] = [0] * (len(BUCKETS) + 1)
             buckets[bisect.bisect_left(BUCKETS, seconds)] += 1
             self._hist_sum[server] += seconds
             self._hist_count[server] += 1
-            self.recent.append(CallRecord(tool, server, status, seconds * 1000.0, now))
 
-    def identity_summary(self) -> dict[str, dict[str, int]]:
-        """Calls per identity and status, for ``hub_status`` and the status page."""
+    def identity_summary(self, shows: Callable[[str], bool] | None = None) -> dict[str, dict[str, int]]:
+        """Calls per identity and status, for ``hub_status`` and the status page
+        (only the identities ``shows`` admits)."""
         with self._lock:
             summary: dict[str, dict[str, int]] = {}
             for (who, status), n in sorted(self.identity_calls.items()):
-                summary.setdefault(who, {})[status] = n
+                if shows is None or shows(who):
+                    summary.setdefault(who, {})[status] = n
             return summary
 
-    def render(self, *, upstreams: list[Any], list_changed: dict[str, int], sessions: int) -> str:
-        """The ``/metrics`` body. ``upstreams`` are :class:`UpstreamStatus`-like objects."""
+    def render(self, *, upstreams: list[Any], list_changed: dict[str, int], sessions: int,
+               view: Shown = EVERYTHING) -> str:
+        """The ``/metrics`` body. ``upstreams`` are :class:`UpstreamStatus`-like objects;
+        only the series ``view`` shows are written."""
         out: list[str] = []
         with self._lock:
             out.append("# HELP mcp_hub_tool_calls_total Tool calls by tool, server and status.")
             out.append("# TYPE mcp_hub_tool_calls_total counter")
             for (tool, server, status), n in sorted(self.calls.items()):
+                if not (view.shows_tool(tool) and view.shows_server(server)):
+                    continue
                 out.append(
                     f'mcp_hub_tool_calls_total{{tool="{_esc(tool)}",server="{_esc(server)}",'
                     f'status="{_esc(status)}"}} {n}'
@@ -96,6 +139,8 @@ class Metrics:
             out.append("# HELP mcp_hub_tool_call_seconds Tool call latency by server.")
             out.append("# TYPE mcp_hub_tool_call_seconds histogram")
             for server, buckets in sorted(self._hist.items()):
+                if not view.shows_server(server):
+                    continue
                 cumulative = 0
                 label = f'server="{_esc(server)}"'
                 for bound, n in zip((*BUCKETS, float("inf")), buckets, strict=True):
@@ -107,8 +152,11 @@ class Metrics:
             out.append("# HELP mcp_hub_identity_calls_total Tool calls by signed-in identity and status.")
             out.append("# TYPE mcp_hub_identity_calls_total counter")
             for (who, status), n in sorted(self.identity_calls.items()):
+                if not view.shows_identity(who):
+                    continue
                 out.append(f'mcp_hub_identity_calls_total{{identity="{_esc(who)}",status="{_esc(status)}"}} {n}')
-        rows = [(_esc(st.name), str(getattr(st.state, "value", st.state)), st) for st in upstreams]
+        rows = [(_esc(st.name), str(getattr(st.state, "value", st.state)), st) for st in upstreams
+                if view.shows_server(st.name)]
         families: list[tuple[str, str, str, Any]] = [
             ("mcp_hub_upstream_up", "gauge", "1 when the upstream is ready.",
              lambda n, state, st: f'{{server="{n}"}} {1 if state == "ready" else 0}'),

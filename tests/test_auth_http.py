@@ -61,6 +61,7 @@ profile = "ops"
 
 [[access]]
 match = "sub:carol"
+admin = true
 
 [audit]
 path = "{audit}"
@@ -208,13 +209,28 @@ async def test_two_identities_see_and_reach_different_tools(tmp_path: Path) -> N
                 assert "other_echo" in await _names(session)
                 assert "Unknown tool" in await _denied(session, "echo_echo")
 
+            carol = {"Authorization": f"Bearer {await _alice(auth, hub, sub='carol')}"}
             async with httpx2.AsyncClient(timeout=30) as client:
-                metrics = (await client.get(f"{hub.base}/metrics", headers=ci)).text
-                status = (await client.get(f"{hub.base}/status.json", headers=ci)).json()
+                views = {who: ((await client.get(f"{hub.base}/status.json", headers=h)).text,
+                               (await client.get(f"{hub.base}/metrics", headers=h)).text)
+                         for who, h in (("ci", ci), ("alice", alice), ("carol", carol))}
                 assert (await client.get(f"{hub.base}/status.json")).status_code == 401
+            # Each narrow identity sees its own server, tools and counters, nothing of the other's.
+            status, metrics = views["ci"]
+            assert 'mcp_hub_identity_calls_total{identity="token:ci",status="ok"} 1' in metrics
+            assert json.loads(status)["identities"] == {"token:ci": {"ok": 1, "unknown": 2}}
+            for seen in views["ci"]:
+                assert "alice" not in seen and "echo_echo" not in seen and 'server="echo"' not in seen
+            status, metrics = views["alice"]
+            assert 'mcp_hub_identity_calls_total{identity="alice",status="ok"} 1' in metrics
+            assert [u["name"] for u in json.loads(status)["upstreams"]] == ["echo"]
+            for seen in views["alice"]:
+                assert "token:ci" not in seen and "other_echo" not in seen and 'server="other"' not in seen
+            # The admin rule (sub:carol, admin = true) sees every identity.
+            status, metrics = views["carol"]
             assert 'mcp_hub_identity_calls_total{identity="alice",status="ok"} 1' in metrics
             assert 'mcp_hub_identity_calls_total{identity="token:ci",status="ok"} 1' in metrics
-            assert status["identities"]["alice"]["ok"] == 1
+            assert json.loads(status)["identities"]["alice"]["ok"] == 1
 
         lines = [json.loads(line) for line in audit.read_text().splitlines()]
     calls = [line for line in lines if line["event"] == "call"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,8 @@ import pytest
 
 from mcp_hub import install, jsonedit
 from mcp_hub.cli import main
-from tests.hubtest import ROOT
+from mcp_hub.errors import HubError
+from tests.hubtest import PY, ROOT, hub_env
 
 SHIPPED = str(ROOT / "servers.toml")
 
@@ -282,7 +285,7 @@ def test_claude_code_uses_its_own_cli_when_it_is_there(tmp_path: Path) -> None:
     # The CLI wrote it (as it would): a second install is a no-op; a different one needs force.
     state.write_text(json.dumps({"mcpServers": {"mcp-hub": entry}}))
     assert not install.install(target, "mcp-hub", entry, environ=env).changed
-    with pytest.raises(install.HubError, match="--force"):
+    with pytest.raises(HubError, match="--force"):
         install.install(target, "mcp-hub", {**entry, "args": []}, environ=env)
     install.install(target, "mcp-hub", {**entry, "args": []}, force=True, environ=env)
     assert install.uninstall(target, "mcp-hub", environ=env).changed
@@ -333,3 +336,72 @@ def test_a_bom_and_crlf_line_endings_are_kept(home: Path) -> None:
     assert text.startswith("\ufeff") and "\n" not in text.replace("\r\n", "")
     assert _run("uninstall", "cursor") == 0
     assert path.read_bytes() == original.encode()
+
+
+def test_planted_symlinks_at_the_temp_and_backup_names_are_never_followed(
+        home: Path, tmp_path: Path) -> None:
+    """Someone who can write the folder plants a symlink at the temporary file's old,
+    predictable name (pointing at a file of the user's) and dangling ones at the backup
+    names of the next seconds: install writes neither through them, nor creates the
+    files they point at."""
+    path = _file("cursor", home)
+    path.parent.mkdir(parents=True)
+    path.write_text(CURSOR)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("precious\n")
+    path.with_name(f".{path.name}.mcp-hub-{os.getpid()}.tmp").symlink_to(victim)
+    now = time.time()
+    planted = []
+    for second in range(-1, 30):  # every backup name the next half minute could use
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now + second))
+        target = outside / f"created-{second}"
+        path.with_name(f"{path.name}.mcp-hub-{stamp}.bak").symlink_to(target)
+        planted.append(target)
+    assert _run("install", "cursor", "--config", SHIPPED) == 0
+    assert _entry("cursor", path) is not None and not path.is_symlink()
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+    backups = [p for p in path.parent.iterdir() if p.name.endswith(".bak") and not p.is_symlink()]
+    assert len(backups) == 1 and backups[0].read_text() == CURSOR
+    assert (backups[0].stat().st_mode & 0o777) == 0o600
+    assert _run("uninstall", "cursor") == 0
+    assert victim.read_text() == "precious\n" and path.read_text() == CURSOR
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+
+
+def test_a_symlink_at_the_lock_name_is_refused(home: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file("cursor", home)
+    path.parent.mkdir(parents=True)
+    path.write_text(CURSOR)
+    elsewhere = tmp_path / "elsewhere.lock"
+    path.with_name(f".{path.name}.mcp-hub.lock").symlink_to(elsewhere)
+    assert _run("install", "cursor", "--config", SHIPPED) == 1
+    assert "lock file" in capsys.readouterr().err
+    assert path.read_text() == CURSOR and not elsewhere.exists()
+
+
+def test_concurrent_installs_into_one_file_keep_every_entry(home: Path) -> None:
+    """Ten ``mcp-hub install`` processes at once, each adding its own name to one file
+    that already holds one server: all eleven entries are there afterwards."""
+    path = home / "shared.json"
+    path.write_text('{\n  "mcpServers": {\n    "first": {"command": "x"}\n  }\n}\n')
+    env = {**hub_env(), "HOME": str(home)}
+    procs = [subprocess.Popen([PY, "-m", "mcp_hub", "install", "cursor", "--file", str(path),
+                               "--name", f"hub{i}", "--config", SHIPPED],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(10)]
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, err
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    servers = json.loads(path.read_text())["mcpServers"]
+    assert sorted(servers) == sorted(["first", *(f"hub{i}" for i in range(10))])
+    assert not [p for p in home.iterdir() if p.name.endswith(".tmp")]

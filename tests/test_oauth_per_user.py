@@ -183,16 +183,28 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
     await _questions_reach_the_caller(hub, alice_h, alice)
     await _no_token_anywhere(hub, alice_h, config_path, tmp)
 
-    # An administrator removes Bob's tokens: his next call asks him to connect again.
+    # An administrator removes Bob's tokens: the hub closes his live session within
+    # seconds (Alice's stays), and his next call asks him to connect again.
+    assert await _user_sessions(hub, alice_h) == 2
     out = await anyio.to_thread.run_sync(
         lambda: hub_cli(config_path, "logout", "prot", "--identity", "bob"))
     assert out.returncode == 0 and "stored tokens of bob deleted" in out.stderr, out.stderr
+    with anyio.fail_after(15):
+        while await _user_sessions(hub, alice_h) != 1:
+            await anyio.sleep(0.1)  # polling the status, the subject here
     refused = await anyio.to_thread.run_sync(lambda: hub_cli(config_path, "login", "prot"))
     assert refused.returncode != 0 and "per user" in refused.stderr
     async with http_session(hub.mcp_url, headers=bob_h, elicitation_callback=bob.elicit,
                             message_handler=bob.on_message) as session:
         result = await session.call_tool("p_whoami", {})
     assert _text(result).startswith("sub=gh-bob ") and len(bob.urls) == 2
+
+
+async def _user_sessions(hub: HttpHub, headers: dict[str, str]) -> int:
+    """The live per-user sessions of ``prot``, from the running hub's /status.json."""
+    async with httpx2.AsyncClient(timeout=30, headers=headers) as http:
+        status = (await http.get(f"{hub.base}/status.json")).json()
+    return int(next(s["user_sessions"] for s in status["per_user"] if s["name"] == "prot"))
 
 
 async def _progress_and_logs_reach_the_caller(hub: HttpHub, headers: dict[str, str],

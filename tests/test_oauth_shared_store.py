@@ -25,7 +25,7 @@ from mcp_hub.hub import Hub
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.oauth_parts import auth_server, hub_cli, login, protected_server
 from tests.system_services import RedisServer, free_port, redis_server, require_binary
-from tests.test_oauth_upstream import _call, _state
+from tests.test_oauth_upstream import _call, _state, _until_not_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -120,6 +120,37 @@ async def test_login_through_one_config_serves_another_hub_via_redis(
             assert (f"oauth tokens: Redis at {redis.url} (encrypted, key: MCP_HUB_SECRET_KEY); "
                     "clients: prot: dynamic") in checked.stdout
             assert shared_key not in checked.stdout + checked.stderr
+
+
+async def test_logout_reaches_every_replica_through_redis(tmp_path: Path,
+                                                          shared_key: str) -> None:
+    """Two running hubs (replicas: separate state dirs, one Redis) serve the server;
+    ``mcp-hub logout`` from a third process deletes the tokens in Redis, and within
+    seconds both show ``needs_login`` and neither sends a call upstream."""
+    calls = tmp_path / "calls.txt"
+    async with redis_server(tmp_path) as redis:
+        with auth_server(token_seconds=600) as auth, protected_server(auth.url, calls) as url:
+            first = _config(tmp_path, "a", url, redis.url)
+            second = _config(tmp_path, "b", url, redis.url)
+            await anyio.to_thread.run_sync(login, first)
+            async with Hub(load_config(first), load_plugin_modules=False) as hub_a, \
+                    Hub(load_config(second), load_plugin_modules=False) as hub_b:
+                with anyio.fail_after(90):
+                    await hub_a.wait_ready(20)
+                    await hub_b.wait_ready(20)
+                    for hub in (hub_a, hub_b):
+                        ok, text = await _call(hub)
+                        assert ok, text
+                    served = calls.read_text().count("\n")
+                    out = await anyio.to_thread.run_sync(hub_cli, second, "logout", "prot")
+                    assert out.returncode == 0 and "deleted from Redis at" in out.stderr
+                    took = [await _until_not_ready(hub) for hub in (hub_a, hub_b)]
+                    for hub in (hub_a, hub_b):
+                        assert _state(hub) == "needs_login"
+                        ok, text = await _call(hub)
+                        assert not ok and "mcp-hub login prot" in text, text
+                    assert calls.read_text().count("\n") == served
+    print(f"logout reached the replicas after {took[0]:.2f} s and {sum(took):.2f} s")
 
 
 async def test_redis_down_is_reported_and_a_login_fails_loudly(

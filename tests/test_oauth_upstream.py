@@ -143,6 +143,46 @@ async def test_token_store_is_encrypted_and_logout_forgets(tmp_path: Path) -> No
         assert "needs_login" in checked.stdout
 
 
+async def _until_not_ready(hub: Hub, seconds: float = 15.0) -> float:
+    """Seconds until the server leaves ``ready`` (polled every 50 ms, at most ``seconds``)."""
+    started = anyio.current_time()
+    with anyio.fail_after(seconds):
+        while _state(hub) == "ready":
+            await anyio.sleep(0.05)  # polling the status, the subject of the test
+    return anyio.current_time() - started
+
+
+async def test_logout_in_another_process_ends_the_running_hubs_session(tmp_path: Path) -> None:
+    """``mcp-hub logout`` while a hub serves the server on the tokens it holds in memory:
+    within seconds the hub shows ``needs_login`` and no call reaches the upstream."""
+    calls = tmp_path / "calls.txt"
+    with auth_server(token_seconds=600) as auth, protected_server(auth.url, calls) as url:
+        config_path = server_toml(tmp_path, url)
+        login(config_path)
+        async with Hub(load_config(config_path), load_plugin_modules=False) as hub:
+            with anyio.fail_after(90):
+                await hub.wait_ready(20)
+                ok, text = await _call(hub)
+                assert ok, text
+                served = calls.read_text().count("\n")
+                out = await anyio.to_thread.run_sync(hub_cli, config_path, "logout", "prot")
+                assert out.returncode == 0 and "deleted" in out.stderr
+                took = await _until_not_ready(hub)
+                assert _state(hub) == "needs_login"
+                upstream = next(u for u in hub.status()["upstreams"] if u["name"] == "prot")
+                assert "mcp-hub login prot" in str(upstream["last_error"])
+                ok, text = await _call(hub)
+                assert not ok and "mcp-hub login prot" in text, text
+                assert calls.read_text().count("\n") == served  # the old token went nowhere
+                # A new login brings it back without a restart.
+                await anyio.to_thread.run_sync(login, config_path)
+                while _state(hub) != "ready":
+                    await anyio.sleep(0.1)
+                ok, text = await _call(hub)
+                assert ok, text
+    print(f"logout reached the running hub after {took:.2f} s")
+
+
 async def test_tokens_never_reach_logs_status_or_metrics(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)

@@ -77,11 +77,16 @@ class AccessRule(_Model):
 
     ``match``: ``sub:ID``, ``scope:NAME``, ``group:NAME``, ``token:NAME``,
     ``client:CLIENT_ID`` or ``*``. ``profile`` names a ``[profiles.NAME]``; left out,
-    the identity reaches everything. The first matching rule decides.
+    the identity reaches everything. The first matching rule decides. ``admin``
+    opens the full operations views (``/status.json``, the status page, ``/metrics``):
+    every server, every identity's counters; without it an identity sees only what
+    its profile reaches and its own counters (:class:`mcp_hub.access.OpsView`).
     """
 
     match: str
     profile: str | None = None
+    #: The full operations views, whatever ``profile`` reaches over MCP.
+    admin: bool = False
 
     @field_validator("match")
     @classmethod

@@ -24,7 +24,7 @@ import json
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -38,7 +38,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_hub.access import Caller
+from mcp_hub.access import EVERYONE, Caller
 from mcp_hub.auth.audit import AuditLog
 from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, sdk_user
 from mcp_hub.auth.identity import Identity
@@ -51,7 +51,7 @@ from mcp_hub.downstream.event_store import BoundedEventStore
 from mcp_hub.downstream.host_rules import HostRules
 from mcp_hub.downstream.http_fastpath import HttpFastPath, freeze_startup_heap
 from mcp_hub.downstream.http_limits import admit_connection
-from mcp_hub.downstream.identity import IDENTITY_KEY, build_authenticator
+from mcp_hub.downstream.identity import IDENTITY_KEY, build_authenticator, scope_caller
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
 from mcp_hub.downstream.replica_sessions import ReplicaSessionManager
 from mcp_hub.downstream.replication import (
@@ -269,6 +269,19 @@ class _HubSessionManager(PooledSessionManager, ResumableSessionManager, ReplicaS
     served by any replica (replica_sessions)."""
 
 
+def _session_owner_check(managers: Iterable[StreamableHTTPSessionManager]
+                         ) -> Callable[[str, Scope], bool]:
+    """(session id, scope) -> whether the request may act on that session of its endpoint."""
+    by_path = {str(getattr(m, "endpoint", "")): m for m in managers}
+
+    def may_use(session_id: str, scope: Scope) -> bool:
+        check = getattr(by_path.get(scope.get("path", "")), "may_use", None)
+        # An endpoint without sessions of its own: the watcher's refusal rule still holds.
+        return bool(check(session_id, scope)) if callable(check) else True
+
+    return may_use
+
+
 def _ops_routes(hub: Hub, pool: SessionPool, resumption: Resumption, fast_served: dict[str, int],
                 replicas: Any, bus: Any) -> list[Route | Mount]:
     """Health, readiness, metrics, the status page and its JSON."""
@@ -286,19 +299,19 @@ def _ops_routes(hub: Hub, pool: SessionPool, resumption: Resumption, fast_served
             body["needs_login"] = waiting
         return JSONResponse(body, status_code=200 if ready else 503)
 
+    # The views follow the request's identity, however it signed in (mcp_hub.access.OpsView).
     async def metrics(request: Request) -> Response:
-        body = hub.metrics.render(
-            upstreams=hub.upstream_statuses(), list_changed=hub.sessions.sent,
-            sessions=hub.sessions.count,
-        )
+        body = hub.metrics_text(scope_caller(request.scope, EVERYONE))
         return PlainTextResponse(body, media_type="text/plain; version=0.0.4")
 
     async def status_json(request: Request) -> Response:
-        body = hub.status()
-        body["http_sessions"] = pool.describe()
-        body["resumption"] = resumption.stats()
-        body["http_fast_path"] = dict(fast_served)
-        body["replicas"] = replication_status(replicas, bus, resumption)
+        caller = scope_caller(request.scope, EVERYONE)
+        body = hub.status(caller)
+        if hub.ops_view(caller).hub_wide:
+            body["http_sessions"] = pool.describe()
+            body["resumption"] = resumption.stats()
+            body["http_fast_path"] = dict(fast_served)
+            body["replicas"] = replication_status(replicas, bus, resumption)
         return Response(json.dumps(body, default=str), media_type="application/json")
 
     async def status_page(request: Request) -> Response:
@@ -368,7 +381,8 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
 
     app = Starlette(routes=routes, lifespan=lifespan)
     add_replica_middleware(app, bus, replicas, resumption, http.max_body_bytes)
-    app.add_middleware(DroppedStreamWatcher, resumption=resumption)
+    app.add_middleware(DroppedStreamWatcher, resumption=resumption,
+                       may_use=_session_owner_check(managers.values()))
     if not stateless:  # plain JSON answers for plain requests on live sessions
         app.add_middleware(HttpFastPath, hub=hub, max_body=http.max_body_bytes, served=fast_served,
                            bus=bus, endpoints={

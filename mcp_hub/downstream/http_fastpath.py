@@ -114,6 +114,9 @@ def live_session(hub: Any, manager: StreamableHTTPSessionManager, sid: str,
     requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
     if requestor != manager._session_owners.get(sid):
         return None
+    usable = getattr(manager, "usable", None)  # a sealed session past its lifetime
+    if callable(usable) and not usable(sid):
+        return None
     conn = hub.sessions.by_session_id(sid)
     version = getattr(conn, "protocol_version", None)
     if conn is None or version not in _HANDSHAKE or conn.client_params is None:

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.event_mirror import EventMirror, MirroredReplay
 from mcp_hub.downstream.replica_bus import BusTap, ReplicaBus
-from mcp_hub.downstream.replica_sessions import ReplicaSessions
+from mcp_hub.downstream.replica_sessions import Lifetimes, ReplicaSessions
 from mcp_hub.downstream.resume import Resumption
 from mcp_hub.downstream.round_relay import relay_rounds
 from mcp_hub.downstream.sealed_session import SessionSealer
@@ -39,7 +39,8 @@ def replica_sessions_for(hub: Hub, http: HttpConfig) -> ReplicaSessions:
     if not secret and hub.state.shared:
         logger.warning("[state] url is set but [hub.http] session_secret is not: sessions stay "
                        "on the replica that opened them (use sticky sessions, or set the secret)")
-    return ReplicaSessions(SessionSealer(secret) if secret else None, hub.state, hub)
+    return ReplicaSessions(SessionSealer(secret) if secret else None, hub.state, hub,
+                           Lifetimes(http.session_max_lifetime, http.session_idle_timeout))
 
 
 def attach_bus(state: StateBackend, managers: Iterable[StreamableHTTPSessionManager],

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -170,11 +170,19 @@ def _request_id(body: bytes) -> str | None:
 
 
 class DroppedStreamWatcher:
-    """Notices a Streamable HTTP response stream that ended before its answer was sent."""
+    """Notices a Streamable HTTP response stream that ended before its answer was sent.
 
-    def __init__(self, app: ASGIApp, *, resumption: Resumption) -> None:
+    Nothing of a session's stored events is looked at or dropped for a request
+    that may not act on that session (``may_use``: its owner's credential), nor
+    for one the session manager refused (an answer of 400 or more).
+    """
+
+    def __init__(self, app: ASGIApp, *, resumption: Resumption,
+                 may_use: Callable[[str, Scope], bool] | None = None) -> None:
         self.app = app
         self.resumption = resumption
+        #: (session id, scope) -> whether the request may act on the session.
+        self.may_use = may_use
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope.get("method")
@@ -184,7 +192,8 @@ class DroppedStreamWatcher:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         session_id = headers.get("mcp-session-id")
-        if session_id is None:
+        if session_id is None or (self.may_use is not None
+                                  and not self.may_use(session_id, scope)):
             await self.app(scope, receive, send)
             return
         stream_id: str | None = None
@@ -199,10 +208,11 @@ class DroppedStreamWatcher:
         if stream_id is None:
             await self.app(scope, receive, send)
             return
-        state = {"stream": False, "ended": False}
+        state = {"stream": False, "ended": False, "refused": False}
 
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start":
+                state["refused"] = int(message.get("status", 200)) >= 400
                 kinds = [v for k, v in message.get("headers", []) if k.lower() == b"content-type"]
                 state["stream"] = any(v.startswith(b"text/event-stream") for v in kinds)
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
@@ -212,7 +222,9 @@ class DroppedStreamWatcher:
         try:
             await self.app(scope, receive, watch)
         finally:
-            if state["stream"] and not state["ended"]:
+            if state["refused"]:
+                pass  # a refused request changes nothing of the session's streams
+            elif state["stream"] and not state["ended"]:
                 self.resumption.dropped(session_id, stream_id)
                 mirror = self.resumption.mirror
                 if mirror is not None and (session_id, stream_id) in self.resumption.windows:

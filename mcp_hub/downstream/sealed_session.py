@@ -9,7 +9,10 @@ encrypted and authenticated with a key every replica derives from
 nothing without the id being refused (404, as for any unknown session).
 
 The id also binds the session to the credential that opened it (a digest of
-the ``Authorization`` header): presented with another token, it is refused.
+the ``Authorization`` header, or of the signed-in identity): presented with
+another token, it is refused. It carries the time it was sealed and its
+absolute expiry, which every replica checks
+(:class:`~mcp_hub.downstream.replica_sessions.Lifetimes`).
 What changes after ``initialize`` (log level, subscriptions) lives in the
 shared state store instead (:mod:`mcp_hub.downstream.replica_sessions`).
 """

@@ -30,7 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    AuthorizationContext,
+    authorization_context,
+)
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
@@ -135,9 +139,15 @@ class PooledSessionManager(StreamableHTTPSessionManager):
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         sid = next((v.decode("latin-1") for k, v in scope["headers"] if k == _HEADER), None)
-        if sid is not None and sid in self._server_instances:
-            self.pool.touch(sid)
+        if sid is not None and sid in self._server_instances and self._owned_by(sid, scope):
+            self.pool.touch(sid)  # only the owner's request counts as a use
         await super()._handle_stateful_request(scope, receive, send)
+
+    def _owned_by(self, sid: str, scope: Scope) -> bool:
+        """Whether the request behind ``scope`` is of the identity that opened ``sid``."""
+        user = scope.get("user")
+        requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+        return requestor == self._session_owners.get(sid)
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         if not self.pool.make_room():

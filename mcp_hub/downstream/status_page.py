@@ -3,7 +3,9 @@
 
 Static HTML + a few lines of script that poll ``/status.json`` every two
 seconds, so the page needs no template engine and shows nothing the JSON
-does not (which is already redacted).
+does not (which is already redacted, and holds only what the signed-in
+identity may see: :class:`mcp_hub.access.OpsView`; the header says whose view
+a narrow one is).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ async function refresh(){
  try{const r=await fetch("status.json",{credentials:"same-origin",cache:"no-store"});
   if(!r.ok){document.getElementById("hub").textContent="status unavailable: HTTP "+r.status;return}
   const s=await r.json();const h=s.hub;
-  document.getElementById("hub").textContent=h.name+" "+h.version+" · up "+Math.round(h.uptime_seconds)+" s · "+s.tools.total+" tools · "+h.sessions+" sessions";
+  document.getElementById("hub").textContent=h.name+" "+h.version+" · up "+Math.round(h.uptime_seconds)+" s · "+s.tools.total+" tools · "+h.sessions+" sessions"+(s.view?" · what "+(s.view.identity||"this profile")+" reaches":"");
   rows("ups",s.upstreams,u=>"<tr><td>"+esc(u.name)+"</td><td><span class='st "+esc(u.state)+"'>"+esc(u.state)+"</span></td><td>"+esc(u.transport)+"</td><td>"+u.tools+"</td><td>"+u.prompts+"</td><td>"+u.resources+"</td><td>"+u.reconnects+"</td><td class=muted>"+esc(u.last_error||"")+"</td></tr>","no upstream servers configured");
   const t=s.tool_search;document.getElementById("ts").textContent="mode "+t.mode+" · "+(t.active?"active":"inactive")+" · "+t.deferrable_tokens+" deferrable tokens (threshold "+t.threshold_tokens+")";
   rows("calls",s.recent_calls.slice().reverse(),c=>"<tr><td>"+esc(c.tool)+"</td><td>"+esc(c.server)+"</td><td class='"+esc(c.status)+"'>"+esc(c.status)+"</td><td>"+Number(c.duration_ms).toFixed(1)+"</td><td class=muted>"+new Date(c.time*1000).toLocaleTimeString()+"</td></tr>","no calls yet");

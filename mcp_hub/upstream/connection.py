@@ -195,6 +195,8 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                     tg.start_soon(self._refresh_loop, session)
                     tg.start_soon(follow_changes, session, self.request_refresh, self.watched)
                     tg.start_soon(refresh_when_stale, lambda: self.list_hints, self.request_refresh)
+                    if probe.watch_tokens is not None:
+                        tg.start_soon(probe.watch_tokens)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
                 # Tools leave now, not after the transport has finished closing.

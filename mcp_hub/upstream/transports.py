@@ -17,6 +17,7 @@ environment, and an ``on_eof`` signal the moment the child's stdout closes so a
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import logging
 import os
@@ -24,7 +25,7 @@ import re
 import signal
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from subprocess import PIPE
@@ -47,7 +48,7 @@ from mcp_hub.prespawn import INHERITED_ENV_VARS, AdoptEarly
 from mcp_hub.redact import redact
 from mcp_hub.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
-from mcp_hub.upstream.oauth.attach import hub_auth
+from mcp_hub.upstream.oauth.attach import hub_auth, watch_logout
 from mcp_hub.upstream.oauth.errors import login_hint
 from mcp_hub.upstream.stdio_read import StdoutReadStream, plain_response
 from mcp_hub.upstream.stdio_write import StdinWriteStream
@@ -95,6 +96,8 @@ class TransportProbe:
     pid: int | None = None
     #: Why an OAuth server needs ``mcp-hub login`` (set by its auth), else None.
     needs_login: str | None = None
+    #: An OAuth server's watch for its tokens' deletion (a logout), run while it is ready.
+    watch_tokens: Callable[[], Coroutine[Any, Any, None]] | None = None
 
     async def on_response(self, response: httpx2.Response) -> None:
         self.last_status = response.status_code
@@ -140,7 +143,15 @@ def _oauth(name: str, config: ServerConfig, probe: TransportProbe,
         probe.needs_login = reason
         on_eof(f"needs login ({reason}): {login_hint(name)}")
 
-    return hub_auth(name, config, needs_login)
+    def logged_out() -> None:
+        if config.oauth.grant == "client_credentials":
+            on_eof("the stored OAuth tokens were deleted; connecting again with new ones")
+        else:
+            needs_login("the stored tokens were deleted (mcp-hub logout)")
+
+    auth = hub_auth(name, config, needs_login)
+    probe.watch_tokens = functools.partial(watch_logout, auth.hub_store, logged_out)
+    return auth
 #: Every call in flight holds a connection for its response stream, and answering the
 #: upstream's question (sampling, elicitation) needs one more: httpx's default pool of
 #: 100 deadlocks at 100 waiting calls.

@@ -1,5 +1,15 @@
 """What the transports and the supervisor use: the ``httpx`` auth of an OAuth server,
-its token store, and the wait for a login while it is ``needs_login``."""
+its token store, the wait for a login while it is ``needs_login``, and the watch that
+ends a live session once its tokens are deleted.
+
+A logout (``mcp-hub logout NAME``, run in any process) or a revocation that deletes
+the stored tokens must not leave a running hub serving on the tokens it still holds
+in memory. Every live session of an OAuth server, hub-wide or per user, polls its
+token record every :data:`LOGOUT_POLL_SECONDS` (one small file read, or one Redis
+``GET`` with ``[state] url``, so every replica sees the same record); when tokens
+it had seen are gone it ends the session: the server shows ``needs_login`` and no
+call goes out with the old token. A store that cannot be reached is not a logout.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 
 from mcp_hub.config import ServerConfig
 from mcp_hub.state import StateUnavailable
@@ -27,8 +36,9 @@ from mcp_hub.upstream.oauth.tokens import (
 )
 from mcp_hub.upstream.status import UpstreamStatus
 
-__all__ = ["DEFAULT_REDIRECT", "hub_auth", "login_wanted", "oauth_status", "token_store",
-           "token_store_status", "wait_for_login"]
+__all__ = ["DEFAULT_REDIRECT", "LOGOUT_POLL_SECONDS", "hub_auth", "login_wanted",
+           "oauth_status", "token_store", "token_store_status", "wait_for_login",
+           "watch_logout"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +46,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_REDIRECT = "http://127.0.0.1/callback"
 #: How often a ``needs_login`` server looks for tokens written by ``mcp-hub login``.
 LOGIN_POLL_SECONDS = 1.0
+#: How often a live OAuth session checks that its tokens are still stored (a logout).
+LOGOUT_POLL_SECONDS = 1.0
 
 
 def _default_state_dir() -> Path:
@@ -74,8 +86,8 @@ def oauth_status(servers: Mapping[str, ServerConfig]) -> dict[str, Any]:
             "clients": {name: c.oauth.client_identity for name, c in oauth.items()}}
 
 
-def hub_auth(name: str, config: ServerConfig,
-             on_needs_login: Callable[[str], None]) -> httpx2.Auth:
+def hub_auth(name: str, config: ServerConfig, on_needs_login: Callable[[str], None]
+             ) -> HubOAuthProvider | HubClientCredentialsProvider:
     """The ``httpx`` auth a running hub uses for server ``name`` (never interactive)."""
     assert config.url is not None
     settings = config.oauth  # its client_secret is among the manager's secret values
@@ -99,6 +111,26 @@ async def wait_for_login(name: str, config: ServerConfig, wake: anyio.Event) -> 
             return
         with anyio.move_on_after(LOGIN_POLL_SECONDS):
             await wake.wait()
+
+
+async def watch_logout(store: TokenStore, on_gone: Callable[[], None],
+                       interval: float = LOGOUT_POLL_SECONDS) -> None:
+    """Call ``on_gone`` and return once tokens seen in ``store`` are deleted (a logout or a
+    revocation, in this process or any other sharing the store); runs until cancelled
+    otherwise. Tokens never seen (a server that let the session in without one) are no
+    logout, nor is a store that does not answer."""
+    seen = False
+    while True:
+        try:
+            present = await store.has_tokens()
+        except StateUnavailable:
+            present = None  # unknown: keep serving, look again
+        if present:
+            seen = True
+        elif present is False and seen:
+            on_gone()
+            return
+        await anyio.sleep(interval)
 
 
 def login_wanted(tool: str, servers: Mapping[str, ServerConfig],

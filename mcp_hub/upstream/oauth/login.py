@@ -35,7 +35,8 @@ __all__ = ["login", "logout"]
 
 
 async def logout(store: TokenStore) -> bool:
-    """Delete the stored tokens; True if there were any."""
+    """Delete the stored tokens; True if there were any. Running hubs sharing the store
+    close their sessions on these tokens within a second (``attach.watch_logout``)."""
     await store.set_pending_scope(None)
     return await store.clear_tokens()
 

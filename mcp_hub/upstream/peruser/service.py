@@ -38,7 +38,7 @@ from mcp_hub.context import CallContext
 from mcp_hub.redact import add_secrets, redact
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.state import EmbeddedState, StateBackend, StateUnavailable
-from mcp_hub.upstream.oauth.attach import DEFAULT_REDIRECT, token_store
+from mcp_hub.upstream.oauth.attach import DEFAULT_REDIRECT, token_store, watch_logout
 from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.oauth.provider import HubOAuthProvider
 from mcp_hub.upstream.oauth.secretbox import SecretBox, load_key
@@ -263,7 +263,8 @@ class PerUserServers:
         def needs_login(reason: str) -> None:
             refused()
 
-        provider = HubOAuthProvider(config.url, self._store(name, identity), config.oauth,
+        store = self._store(name, identity)
+        provider = HubOAuthProvider(config.url, store, config.oauth,
                                     redirect_uri=DEFAULT_REDIRECT, on_needs_login=needs_login)
         relay = self._relays[key] = SessionRelay(name)
         try:
@@ -271,11 +272,17 @@ class PerUserServers:
                                     logging_callback=relay.on_log,
                                     sampling_callback=relay.on_sampling,
                                     elicitation_callback=relay.on_elicitation,
-                                    list_roots_callback=relay.on_list_roots) as session:
+                                    list_roots_callback=relay.on_list_roots) as session, \
+                    anyio.create_task_group() as watch:
                 catalog = self.catalogs.get(name)
                 if catalog is not None and not catalog.listed:
                     catalog.update(await list_tools(session))
-                yield session
+                # The user's tokens deleted (logout --identity, any replica): close the session.
+                watch.start_soon(watch_logout, store, refused)
+                try:
+                    yield session
+                finally:
+                    watch.cancel_scope.cancel()
         finally:
             if self._relays.get(key) is relay:
                 del self._relays[key]
