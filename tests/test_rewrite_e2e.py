@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.erastest import hub_client
 from tests.hubtest import EVERYTHING
 from tests.rewrite_support import call, client, config, definitions, structured, text
 
@@ -94,3 +95,22 @@ async def test_a_client_value_for_a_fixed_argument_is_refused_and_never_forwarde
         assert old_name.is_error and "summary" in text(old_name)
         received = await call(session, bridge, "tracker_received", {})
         assert text(received) == "0"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_2026_client_sees_and_calls_the_rewritten_tool_alike(tmp_path: Path,
+                                                                     transport: str) -> None:
+    """The 2026-07-28 era (discovery, no handshake) lists and calls the same rewritten tool."""
+    path = config(tmp_path, everything=False)
+    async with hub_client(transport, "auto", path, tmp_path) as c:
+        listed = {t.name: t for t in (await c.list_tools()).tools}
+        assert "tracker_create_issue" not in listed and "tracker_list_issues" not in listed
+        issue = listed["tracker_new_issue"]
+        assert issue.description == "Open an issue in the acme tracker. Use for bugs only."
+        assert list(issue.input_schema["properties"]) == ["repo", "summary", "labels", "body"]
+        made = await c.call_tool("tracker_new_issue", {"repo": "web", "summary": "Now"})
+        assert structured(made) == {"owner": "acme", "repo": "web", "title": "Now",
+                                    "labels": ["triage"], "body": "", "number": 1}
+        refused = await c.call_tool("tracker_new_issue",
+                                    {"repo": "web", "summary": "x", "owner": "evil"})
+        assert refused.is_error and "set by the hub" in text(refused)
