@@ -136,7 +136,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
             rows.append({"name": name, "server": server, "toolset": e.toolset,
                          "origin": e.origin, "available": hub.registry.is_available(e),
                          "description": (e.description or "").strip().splitlines()[0][:100]
-                         if e.description else "", **rewrite_fields(hub, server, name)})
+                         if e.description else "", **rewrite_fields(hub, server, name, args.profile)})
         rejected = hub.status()["rejected_tools"]
         tokens = None
         if args.tokens:
@@ -170,17 +170,22 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return int(run_async(lambda: _with_hub(config, run)))
 
 
-def rewrite_fields(hub: Any, server: str, name: str) -> dict[str, Any]:
-    """``upstream_name`` and ``rewrites`` (the server's rule, secrets redacted) of one tool."""
+def rewrite_fields(hub: Any, server: str, name: str, profile: str | None) -> dict[str, Any]:
+    """``upstream_name`` and ``rewrites`` (the server's rule, secrets redacted) of one tool,
+    and ``profile_rewrites`` (``profile``'s rule on top) when it has one."""
     from mcp_hub.rewrite.tool import applied
 
     conn = hub.upstreams.connection(server) if server else None
     if conn is None or name not in conn.exposed:
         return {}
     raw = conn.exposed[name]
+    secrets = hub.config.secret_values
     rule = conn.config.tools.get(raw)
-    return {"upstream_name": raw,
-            "rewrites": applied(rule, hub.config.secret_values) if rule is not None else {}}
+    out = {"upstream_name": raw, "rewrites": applied(rule, secrets) if rule is not None else {}}
+    settings = hub.config.profiles.get(profile) if profile else None
+    if settings is not None and name in settings.tools:
+        out["profile_rewrites"] = applied(settings.tools[name], secrets)
+    return out
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from tests.hubtest import PY, ROOT, hub_env, write_config
-from tests.rewrite_support import REWRITES, TRACKER
+from tests.rewrite_support import PROFILE, REWRITES, TRACKER
 
 MISTAKES = """
 [servers.tracker.tools.create_isue]
@@ -75,10 +75,12 @@ async def test_tools_json_shows_the_upstream_name_and_the_rewrites_applied(tmp_p
                                                                            ) -> None:
     secret = "acme-secret-owner-7f3a"
     path = write_config(tmp_path, TRACKER + REWRITES.replace('fixed = "acme"',
-                                                             'fixed = "${TRACKER_OWNER}"'))
+                                                             'fixed = "${TRACKER_OWNER}"')
+                        + PROFILE)
     env = {**hub_env(), "TRACKER_OWNER": secret}
     done = await anyio.to_thread.run_sync(lambda: subprocess.run(
-        [PY, "-m", "mcp_hub", "tools", "--json", "--config", str(path)], cwd=str(ROOT), env=env,
+        [PY, "-m", "mcp_hub", "tools", "--json", "--profile", "support", "--config", str(path)],
+        cwd=str(ROOT), env=env,
         capture_output=True, text=True, timeout=120, check=False))
     assert done.returncode == 0, done.stderr
     assert secret not in done.stdout
@@ -89,6 +91,8 @@ async def test_tools_json_shows_the_upstream_name_and_the_rewrites_applied(tmp_p
     assert issue["rewrites"]["arguments"]["owner"] == {"fixed": "[REDACTED]"}
     assert issue["rewrites"]["arguments"]["title"] == {"rename": "summary",
                                                        "description": "One line, imperative."}
+    assert issue["profile_rewrites"]["name"] == "report_issue"
+    assert issue["profile_rewrites"]["arguments"]["labels"] == {"fixed": ["customer"]}
     assert rows["tracker_received"]["upstream_name"] == "received"
     assert rows["tracker_received"]["rewrites"] == {}
     assert "tracker_list_issues" not in rows
