@@ -95,3 +95,47 @@ def test_config_refuses_a_fixed_argument_that_is_also_renamed() -> None:
         parse_config(text)
     with pytest.raises(ConfigError, match="did you mean 'fixed'"):
         parse_config('[servers.gh]\ncommand = "x"\n[servers.gh.tools.t.arguments.a]\nfixd = 1\n')
+
+
+@pytest.mark.anyio
+async def test_a_per_user_servers_catalog_is_rewritten_and_its_calls_too() -> None:
+    """A per-user server (each identity's own session) gets the same server-level rewrites."""
+    from mcp.types import Tool
+
+    from mcp_hub.config import HubSettings, ServerConfig
+    from mcp_hub.context import CallContext
+    from mcp_hub.registry import ToolRegistry
+    from mcp_hub.upstream.peruser.catalog import PerUserCatalog
+
+    server = ServerConfig.model_validate({
+        "url": "http://127.0.0.1:9/mcp", "auth": "oauth", "oauth_per_user": True,
+        "tools": {"create_issue": {"name": "new_issue", "description": "Open an issue.",
+                                   "arguments": {"owner": {"fixed": "{identity.sub}"}}},
+                  "delete_repo": {"hide": True}}})
+    received: list[tuple[str, dict[str, Any]]] = []
+
+    def handler(raw: str) -> Any:
+        async def call(args: dict[str, Any] | None, **_: Any) -> CallToolResult:
+            received.append((raw, dict(args or {})))
+            return CallToolResult(content=[])
+        return call
+
+    registry = ToolRegistry()
+    catalog = PerUserCatalog("gh", server, HubSettings(), registry, handler)
+    schema = {"type": "object", "properties": {"owner": {"type": "string"},
+                                               "title": {"type": "string"}}}
+    catalog.update([Tool(name="create_issue", description="x", input_schema=schema),
+                    Tool(name="delete_repo", description="y", input_schema=schema)])
+    assert sorted(registry.names()) == ["gh_new_issue"]
+    entry = registry.get_entry("gh_new_issue")
+    assert entry is not None and entry.schema["description"] == "Open an issue."
+    assert list(entry.schema["inputSchema"]["properties"]) == ["title"]
+
+    class Caller:
+        attributes = frozenset({"sub:alice"})
+
+    call = CallContext(tool_name="gh_new_issue", caller=Caller())
+    await registry.dispatch("gh_new_issue", {"title": "t"}, call=call)
+    assert received == [("create_issue", {"title": "t", "owner": "alice"})]
+    refused = await registry.dispatch("gh_new_issue", {"title": "t", "owner": "x"}, call=call)
+    assert refused.is_error and len(received) == 1

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from mcp.types import CallToolResult, TextContent
 
 from mcp_hub.rewrite.settings import ToolRewrite
 
 __all__ = ["ArgumentPlan", "Refused", "applied", "has_template", "is_secret",
-           "rewrite_definition"]
+           "rewrite_definition", "with_plan"]
 
 _TEMPLATE = re.compile(r"\{identity\.([A-Za-z_]+)\}")
 #: The claims a template may name.
@@ -211,3 +213,25 @@ def applied(rule: ToolRewrite, secrets: Iterable[str] = ()) -> dict[str, Any]:
             if key in arg and is_secret(arg[key], keep):
                 arg[key] = "[REDACTED]"
     return data
+
+
+Handler = Callable[..., Awaitable[CallToolResult]]
+
+
+def with_plan(handler: Handler, plan: ArgumentPlan | None) -> Handler:
+    """``handler`` (``(args, *, call=None)`` → result) with ``plan`` applied to its arguments
+    first; a refused call returns its ``isError`` result without calling ``handler``."""
+    if plan is None:
+        return handler
+
+    async def rewritten(args: dict[str, Any] | None, *, call: Any = None,
+                        **kwargs: Any) -> CallToolResult:
+        try:
+            claims = call.claims() if plan.templated and call is not None else {}
+            upstream_args = plan.apply(args, claims)
+        except Refused as exc:
+            return CallToolResult(content=[TextContent(text=str(exc))], is_error=True)
+        return await handler(upstream_args, call=call, **kwargs)
+
+    rewritten.__name__ = getattr(handler, "__name__", "rewritten")
+    return rewritten
