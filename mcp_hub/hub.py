@@ -9,6 +9,7 @@ through ``call.hub``.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import time
@@ -600,11 +601,16 @@ class Hub(ServingMixin):
                 traced.done(result)
             status = "error" if result.is_error else "ok"
             return result
-        except UnknownToolError:
+        except UnknownToolError as exc:
             status = "unknown"
             waiting = login_wanted(name, self.config.servers, self.upstreams.statuses())
             allowed = self.access.tool_filter(caller)
             if waiting is None or (allowed is not None and not allowed(name)):
+                if rewrites is not None:  # "did you mean" only from what the profile shows
+                    asked = rewrites.profile_name(exc.name)
+                    shown = [d["name"] for d in self._definitions(caller)]
+                    raise UnknownToolError(asked, difflib.get_close_matches(asked, shown, n=3)
+                                           ) from None
                 raise
             return types.CallToolResult(content=[types.TextContent(text=waiting)], is_error=True)
         finally:

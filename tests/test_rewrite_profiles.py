@@ -43,9 +43,14 @@ async def test_a_profiles_rewrites_apply_on_top_of_the_servers_for_its_callers(
         refused = await call(session, bridge, "report_issue",
                              {"repo": "web", "headline": "x", "labels": ["mine"]})
         assert refused.is_error and "labels" in text(refused)
-        for gone in ("tracker_new_issue", "tracker_received"):
-            with pytest.raises(Exception, match=f"Unknown tool: {gone}"):
+        errors = {}
+        for gone in ("tracker_new_issue", "tracker_received", "tracker_recieved"):
+            with pytest.raises(Exception, match=f"Unknown tool: {gone}") as refused_call:
                 await call(session, bridge, gone, {})
+            errors[gone] = str(refused_call.value).replace(gone, "N")
+        # Hidden, or no such tool: the same error, and the hidden name is never suggested.
+        assert errors["tracker_received"] == errors["tracker_recieved"] == "Unknown tool: N"
+        assert "tracker_new_issue" not in errors["tracker_new_issue"]
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

@@ -68,6 +68,13 @@ class ProfileRewrites:
         """The server-level exposed name of the profile's ``name``."""
         return self.renamed.get(name, name)
 
+    def profile_name(self, name: str) -> str:
+        """The name a caller of this profile asked for, from the name an unknown-tool error
+        names: a hidden name as it is, a server-level name by the profile's name for it."""
+        if name in self.hidden:
+            return name
+        return next((new for new, old in self.renamed.items() if old == name), name)
+
     def translator(self, claims: Callable[[], Mapping[str, str]]) -> Translate:
         """The pipeline's ``rewrite`` step for one call (``claims``: the caller's, when needed)."""
         def translate(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]] | CallToolResult:
