@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 
 from mcp_hub.config import HubConfig
-from mcp_hub.pins import PinError, PinStore
+from mcp_hub.pin_stores import open_pin_store
+from mcp_hub.pins import PinError
 
 __all__ = ["cmd_pins_accept", "cmd_pins_diff"]
 
@@ -20,7 +21,7 @@ def cmd_pins_diff(config: HubConfig) -> int:
     ``check``, ``tools``); run ``mcp-hub check`` to record the current state.
     """
     try:
-        store = PinStore.for_config(config)
+        store = open_pin_store(config)
         changes = store.diff()
     except PinError as exc:
         print(f"mcp-hub: {exc}", file=sys.stderr)
@@ -41,7 +42,7 @@ def cmd_pins_accept(config: HubConfig, target: str) -> int:
         print("mcp-hub: pins accept: expected SERVER or SERVER/TOOL", file=sys.stderr)
         return 2
     try:
-        store = PinStore.for_config(config)
+        store = open_pin_store(config)
         accepted = store.accept(server, tool or None)
     except PinError as exc:
         print(f"mcp-hub: {exc}", file=sys.stderr)

@@ -9,6 +9,8 @@
      │    │                          (mcp_hub.upstream.transports)
      │    └── CallLost               the connection died while a request was in flight
      │                               (mcp_hub.upstream.failures)
+     ├── IncompatibleLibrary         an installed library lacks a private hook the hub needs
+     │                               (mcp_hub.compat)
      ├── PinError                    the tool pin file cannot be read or written (mcp_hub.pins)
      ├── JsonEditError (+ValueError) a client config is not JSON(C) of the expected shape
      │                               (mcp_hub.jsonedit)
@@ -42,7 +44,7 @@ from collections.abc import Sequence
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-__all__ = ["ConfigError", "HubError", "UnknownToolError", "UpstreamError"]
+__all__ = ["ConfigError", "HubError", "IncompatibleLibrary", "UnknownToolError", "UpstreamError"]
 
 
 class HubError(Exception):
@@ -51,6 +53,11 @@ class HubError(Exception):
 
 class ConfigError(HubError):
     """The configuration is invalid; the message says where and how to fix it."""
+
+
+class IncompatibleLibrary(HubError):
+    """An installed library (the MCP SDK above all) lacks a private hook a feature in use
+    needs, and the feature has no safe fallback; the message names the hook."""
 
 
 class UpstreamError(HubError):

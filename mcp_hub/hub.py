@@ -62,6 +62,7 @@ from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
 from mcp_hub.upstream import UpstreamManager
 from mcp_hub.upstream.oauth.attach import login_wanted, oauth_status
+from mcp_hub.upstream.oauth.secretbox import load_key
 from mcp_hub.upstream.peruser import PerUserServers, hub_connected
 
 __all__ = ["Hub"]
@@ -279,6 +280,12 @@ class Hub(ServingMixin):
             await self.startup.wait_lists()
         else:
             await self.upstreams.wait_ready(timeout)
+
+    def secret_key(self) -> bytes:
+        """The hub's token key (``MCP_HUB_SECRET_KEY``, else the 0600 key file in the state
+        dir): it signs connect links and seals stored tokens, flow records and the browser
+        cookies, so replicas that share it accept each other's."""
+        return load_key(self.config.state_path())
 
     def _file_roots(self) -> list[str]:
         """``[builtins.file] roots`` as absolute paths (relative ones: from the config's folder)."""

@@ -110,7 +110,7 @@ _RECORD_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separator
 
 
 @dataclass
-class _State:
+class PinState:
     servers: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
 
@@ -134,27 +134,13 @@ class PinStore:
             k: v for k, v in (server_policies or {}).items() if v is not None}
         self._clock = clock
         self._lock = threading.RLock()
-        self._state = _State()
+        self._state = PinState()
         self._stamp: tuple[int, int] | None = None
         self._observed: dict[tuple[str, str], _Observed] = {}
         self._warned: set[tuple[str, str, str]] = set()
         #: Encoded line of each record by (server, tool), with the record it encodes (:meth:`_dump`).
         self._lines: dict[tuple[str, str], tuple[dict[str, Any], bytes]] = {}
         self._load_if_changed()
-
-    @classmethod
-    def for_config(cls, config: HubConfig) -> PinStore:
-        """The store of ``config``: ``<state dir>/pins.json`` (or Redis) with its policies."""
-        if config.state.url and config.state.url.startswith(("redis://", "rediss://", "unix://")):
-            from mcp_hub.state import require_redis
-
-            require_redis()
-            from mcp_hub.pins_redis import RedisPinStore
-
-            return RedisPinStore(config.state.url, policy=config.pins.policy, server_policies={
-                n: s.pin_policy for n, s in config.servers.items()})
-        return cls(pins_path(config), policy=config.pins.policy,
-                   server_policies={n: s.pin_policy for n, s in config.servers.items()})
 
     def policy_for(self, server: str) -> Policy:
         return self.server_policies.get(server, self.policy)
@@ -187,11 +173,11 @@ class PinStore:
             return None
         return (st.st_mtime_ns, st.st_size)
 
-    def _read(self) -> _State:
+    def _read(self) -> PinState:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return _State()
+            return PinState()
         except OSError as exc:
             raise PinError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
         try:
@@ -202,9 +188,9 @@ class PinStore:
         servers = data.get("servers") if isinstance(data, dict) else None
         if not isinstance(servers, dict):
             raise PinError(f"{self.path}: no 'servers' object; move it away to start afresh")
-        return _State({str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)})
+        return PinState({str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)})
 
-    def _dump(self, state: _State) -> list[bytes]:
+    def _dump(self, state: PinState) -> list[bytes]:
         """The pins as UTF-8 JSON, in pieces: one line per tool, keys sorted.
 
         ``json.dumps(indent=…)`` runs Python's pure-Python encoder: for the pins of a
@@ -235,7 +221,7 @@ class PinStore:
         self._lines = used
         return out
 
-    def _write(self, state: _State) -> None:
+    def _write(self, state: PinState) -> None:
         pieces = self._dump(state)
         fd, tmp = tempfile.mkstemp(prefix=".pins-", suffix=".tmp", dir=self.path.parent)
         try:
@@ -271,7 +257,7 @@ class PinStore:
             after = {k: canonical_json(v) for k, v in self._state.servers.items()}
             return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
 
-    def _mutate(self, fn: Callable[[_State], bool]) -> None:
+    def _mutate(self, fn: Callable[[PinState], bool]) -> None:
         """Apply ``fn`` to the freshest file content under the lock; write if it changed.
 
         The file is parsed again only if it changed on disk since this process last
@@ -353,7 +339,7 @@ class PinStore:
         return verdicts
 
     def _save_records(self, server: str, records: dict[str, dict[str, Any]]) -> None:
-        def apply(state: _State) -> bool:
+        def apply(state: PinState) -> bool:
             current = state.servers.setdefault(server, {})
             changed = False
             for raw, record in records.items():
@@ -431,7 +417,7 @@ class PinStore:
         """Re-pin the recorded changes of ``server`` (one ``tool`` or all); the accepted names."""
         accepted: list[str] = []
 
-        def apply(state: _State) -> bool:
+        def apply(state: PinState) -> bool:
             records = state.servers.get(server, {})
             for raw, record in records.items():
                 seen = record.get("changed")

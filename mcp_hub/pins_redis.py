@@ -25,7 +25,7 @@ from typing import Any
 import redis
 from redis.exceptions import RedisError
 
-from mcp_hub.pins import PinError, PinStore, _State
+from mcp_hub.pins import PinError, PinState, PinStore
 from mcp_hub.state.redis_backend import safe_url
 
 __all__ = ["RedisPinStore"]
@@ -86,13 +86,13 @@ class RedisPinStore(PinStore):
             raise self._failed(exc) from None
         return None if version is None else (int(version), 0)  # type: ignore[arg-type]
 
-    def _read(self) -> _State:
+    def _read(self) -> PinState:
         try:
             text = self._client.get(self._data_key)
         except RedisError as exc:
             raise self._failed(exc) from None
         if text is None:
-            return _State()
+            return PinState()
         try:
             data = json.loads(text)  # type: ignore[arg-type]
         except ValueError as exc:
@@ -100,9 +100,9 @@ class RedisPinStore(PinStore):
         servers = data.get("servers") if isinstance(data, dict) else None
         if not isinstance(servers, dict):
             raise PinError("shared pin store: no 'servers' object")
-        return _State({str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)})
+        return PinState({str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)})
 
-    def _write(self, state: _State) -> None:
+    def _write(self, state: PinState) -> None:
         text = b"".join(self._dump(state))
         try:
             with self._client.pipeline(transaction=True) as pipe:
@@ -111,3 +111,4 @@ class RedisPinStore(PinStore):
                 pipe.execute()
         except RedisError as exc:
             raise self._failed(exc) from None
+

@@ -130,3 +130,60 @@ def test_the_scan_catches_a_wrong_import(module: str, source: str, rule: str) ->
     """The rule is not vacuous: each kind of wrong import is reported."""
     found = [r for imported in imports_of(source, module) for r in violations(module, imported)]
     assert any(rule in r for r in found), found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the package's modules it imports (type-only and function-local imports too)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted([*PACKAGE.rglob("*.py"), *BUILTINS.rglob("*.py")]):
+        module = module_name(path)
+        graph[module] = {i for i in imports_of(path.read_text(encoding="utf-8"), module)
+                         if i != module and not module.startswith(i + ".")}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in graph:
+                continue
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circles() -> None:
+    """No two modules import each other, directly or round a loop, in any form."""
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_scan_finds_a_loop() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]

@@ -7,7 +7,8 @@ authorization server. The upstream is an MCP server built with the Python SDK's
 ``sub`` of each call. The hub runs as a real process over Streamable HTTP.
 
 Alice and Bob each get a URL-mode elicitation, follow its URL headlessly
-(the hub's ``/connect`` page, the authorization server, the hub's callback),
+(the hub's ``/connect`` page, a browser sign-in at the hub as the link's owner,
+the upstream's authorization server, the hub's callback),
 and their calls then reach the upstream with their own tokens. Carol's client
 declares no URL elicitation: she gets the URL-elicitation-required error and
 no data. A per-user call's progress and log messages reach its client.
@@ -45,7 +46,7 @@ def _config(tmp: Path, upstream: str, issuer: str) -> Path:
         f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
         f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
         f'prefix = "p"\nconnect_timeout = 10\n\n'
-        f'[auth]\nissuer = "{issuer}"\n\n'
+        f'[auth]\nissuer = "{issuer}"\n\n[auth.browser]\nclient_id = "hub-browser"\n\n'
         f'[audit]\npath = "{tmp / "audit.jsonl"}"\ninclude_arguments = true\n')
     return path
 
@@ -61,11 +62,14 @@ def _subs(calls: Path) -> list[str]:
 
 
 class Browser:
-    """Follows connect URLs headlessly, as the person with ``upstream_sub`` at the upstream's AS."""
+    """Follows connect URLs headlessly, as the person with ``upstream_sub`` at the upstream's AS
+    who signs in to the hub (``[auth.browser]``) as ``hub_sub``."""
 
-    def __init__(self, upstream_as: str, upstream_sub: str) -> None:
+    def __init__(self, upstream_as: str, upstream_sub: str, hub_as: AuthServer,
+                 hub_sub: str) -> None:
         self.upstream_as = upstream_as
         self.upstream_sub = upstream_sub
+        self.hub_as, self.hub_sub = hub_as, hub_sub
         self.urls: list[str] = []
         self.ids: list[str] = []
         self.completed: list[str] = []
@@ -81,6 +85,7 @@ class Browser:
             # Who the upstream's authorization server signs in (it redirects at once).
             (await http.post(f"{self.upstream_as}/test/subject",
                              json={"sub": self.upstream_sub})).raise_for_status()
+        await self.hub_as.login(self.hub_sub)  # who signs in to the hub on the way
         async with httpx2.AsyncClient(timeout=60, follow_redirects=True) as browser:
             page = await browser.get(params.url)
         self.pages.append(page)
@@ -129,18 +134,19 @@ async def test_two_users_connect_their_own_accounts_a_third_gets_the_url_error(
 async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_path: Path,
                     calls: Path, tmp: Path) -> None:
     alice_h, bob_h, carol_h = [await _bearer(auth, hub, s) for s in ("alice", "bob", "carol")]
-    alice = Browser(upstream_as, "gh-alice")
+    alice = Browser(upstream_as, "gh-alice", auth, "alice")
     text, names = await _connect_and_call(hub, alice_h, alice)
     assert names == ["p_connect"], "before anyone connected: the placeholder alone"
     assert text.startswith("sub=gh-alice "), text
     assert len(alice.urls) == 1 and alice.urls[0].startswith(f"{hub.base}/connect/prot?t=")
     assert alice.pages[0].status_code == 200 and "Connected to prot" in alice.pages[0].text
-    # The link is single-use: opening it again is refused.
+    # The link is single-use: opening it again, signed in as its owner, is refused.
+    await auth.login("alice")
     async with httpx2.AsyncClient(timeout=30) as http:
         again = await http.get(alice.urls[0], follow_redirects=True)
     assert again.status_code == 403 and "already used" in again.text
 
-    bob = Browser(upstream_as, "gh-bob")
+    bob = Browser(upstream_as, "gh-bob", auth, "bob")
     text, names = await _connect_and_call(hub, bob_h, bob)
     assert "p_whoami" in names and "p_echo" in names, "after a connect: the upstream's catalog"
     assert text.startswith("sub=gh-bob "), text
@@ -301,7 +307,7 @@ async def test_a_refused_refresh_asks_the_user_to_connect_again(tmp_path: Path) 
             async with http_hub(config_path, tmp_path) as hub:
                 with anyio.fail_after(90):
                     headers = await _bearer(auth, hub, "alice")
-                    alice = Browser(upstream_as.url, "alice")
+                    alice = Browser(upstream_as.url, "alice", auth, "alice")
                     text, _ = await _connect_and_call(hub, headers, alice)
                     assert text.startswith("sub=alice "), text
                     await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject

@@ -1,12 +1,14 @@
 """Per-user OAuth behind a round-robin balancer: two hub processes sharing a real Redis.
 
 The connect link, the page and the callback may each reach a different replica.
-Alice's link is issued by hub A, opened on hub B, and the authorization server's
-redirect lands on hub A. Bob's link is issued by hub B, opened on hub A, and
-the redirect lands on hub A too, so B's waiting call learns of the connect from
-the shared store alone. Both calls then reach the upstream with each person's
-own token; a used link is refused on either hub; Redis never holds the flow's
-record in plain text and forgets it once the callback took it.
+Alice signs in to the hub on hub A; her link is issued by hub A, opened on hub B
+(which accepts A's identity cookie: both derive its key from the shared
+``MCP_HUB_SECRET_KEY``), and the authorization server's redirect lands on hub A.
+Bob's link is issued by hub B, opened on hub A, and the redirect lands on hub A
+too, so B's waiting call learns of the connect from the shared store alone. Both
+calls then reach the upstream with each person's own token; a used link is
+refused on either hub; Redis never holds the flow's record in plain text and
+forgets it once the callback took it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def _config(tmp: Path, upstream: str, issuer: str, redis_url: str) -> Path:
         f'[state]\nurl = "{redis_url}"\n\n'
         f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
         f'prefix = "p"\nconnect_timeout = 10\n\n'
-        f'[auth]\nissuer = "{issuer}"\n')
+        f'[auth]\nissuer = "{issuer}"\n\n[auth.browser]\nclient_id = "hub-browser"\n')
     return path
 
 
@@ -62,11 +64,15 @@ def _text(result: types.CallToolResult) -> str:
 
 
 class SplitBrowser:
-    """Opens the connect page on ``page_hub`` and brings the redirect back to ``callback_hub``."""
+    """Signs in to the hub on ``callback_hub`` as ``hub_sub``, opens the connect page on
+    ``page_hub`` (which accepts the other replica's identity cookie) and brings the
+    redirect back to ``callback_hub``."""
 
     def __init__(self, upstream_as: str, sub: str, page_hub: HttpHub, callback_hub: HttpHub,
-                 redis_url: str) -> None:
+                 redis_url: str, hub_as: AuthServer, hub_sub: str) -> None:
         self.upstream_as, self.sub = upstream_as, sub
+        self.hub_as, self.hub_sub = hub_as, hub_sub
+        self.cookies = httpx2.Cookies()
         self.page_hub, self.callback_hub, self.redis_url = page_hub, callback_hub, redis_url
         self.urls: list[str] = []
         self.flow_values: list[bytes] = []
@@ -75,9 +81,13 @@ class SplitBrowser:
     async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestURLParams), params
         self.urls.append(params.url)
-        async with httpx2.AsyncClient(timeout=30) as http:
+        await self.hub_as.login(self.hub_sub)
+        async with httpx2.AsyncClient(timeout=30, cookies=self.cookies) as http:
             (await http.post(f"{self.upstream_as}/test/subject",
                              json={"sub": self.sub})).raise_for_status()
+            signed_in = await http.get(f"{self.callback_hub.base}/login?next=/",
+                                       follow_redirects=True)
+            assert signed_in.status_code == 200, signed_in.text
             page = await http.get(_on(params.url, self.page_hub))
             assert page.status_code == 302, page.text
             self.flow_values = await _values(self.redis_url, b"peruser/flow/")
@@ -86,6 +96,7 @@ class SplitBrowser:
             back = at_as.headers["location"]
             assert back.startswith(f"{self.page_hub.base}/connect/callback?")
             self.done.append(await http.get(_on(back, self.callback_hub)))
+            self.cookies = http.cookies
         return types.ElicitResult(action="accept")
 
 
@@ -132,22 +143,24 @@ async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
 
 async def _scenario(a: HttpHub, b: HttpHub, auth: AuthServer, upstream_as: str,
                     redis_url: str) -> None:
-    alice = SplitBrowser(upstream_as, "gh-alice", page_hub=b, callback_hub=a, redis_url=redis_url)
+    alice = SplitBrowser(upstream_as, "gh-alice", page_hub=b, callback_hub=a, redis_url=redis_url,
+                         hub_as=auth, hub_sub="alice")
     text = await _connect_then_call(a, await _bearer(auth, a, "alice"), alice)
     assert text.startswith("sub=gh-alice "), text
     assert alice.urls[0].startswith(f"{a.base}/connect/prot?t="), "hub A issued the link"
     assert alice.done[0].status_code == 200 and "Connected to prot" in alice.done[0].text
 
-    bob = SplitBrowser(upstream_as, "gh-bob", page_hub=a, callback_hub=a, redis_url=redis_url)
+    bob = SplitBrowser(upstream_as, "gh-bob", page_hub=a, callback_hub=a, redis_url=redis_url,
+                       hub_as=auth, hub_sub="bob")
     text = await _connect_then_call(b, await _bearer(auth, b, "bob"), bob)
     assert text.startswith("sub=gh-bob "), text
     assert bob.urls[0].startswith(f"{b.base}/connect/prot?t="), "hub B issued the link"
 
-    # A used link is refused on either replica, whichever issued it.
-    async with httpx2.AsyncClient(timeout=30) as http:
-        for url in (alice.urls[0], bob.urls[0]):
+    # A used link is refused on either replica, whichever issued it, to its own owner too.
+    for browser in (alice, bob):
+        async with httpx2.AsyncClient(timeout=30, cookies=browser.cookies) as http:
             for hub in (a, b):
-                again = await http.get(_on(url, hub))
+                again = await http.get(_on(browser.urls[0], hub))
                 assert again.status_code == 403 and "already used" in again.text, again.text
     # While a flow was in progress Redis held its record sealed (a Fernet token, nothing
     # readable); the callback took it, so none is left.

@@ -13,6 +13,7 @@ import pytest
 
 from mcp_hub.cli_pins import cmd_pins_accept, cmd_pins_diff
 from mcp_hub.config import parse_config
+from mcp_hub.pin_stores import open_pin_store
 from mcp_hub.pins import PinError, PinStore, fingerprint, pins_path
 
 
@@ -280,7 +281,7 @@ def config_in(tmp_path: Path, extra: str = "") -> Any:
 def test_the_store_of_a_config_lives_in_its_state_dir_with_its_policies(tmp_path: Path) -> None:
     config = config_in(tmp_path, '[pins]\npolicy = "block"\n[servers.x]\nurl = "http://h/mcp"\n'
                                  'pin_policy = "off"\n')
-    store = PinStore.for_config(config)
+    store = open_pin_store(config)
     assert store.path == pins_path(config) == tmp_path / "pins.json"
     assert store.policy_for("x") == "off" and store.policy_for("y") == "block"
 
@@ -290,7 +291,7 @@ def test_pins_diff_prints_changes_and_exits_one_and_accept_clears_them(
     config = config_in(tmp_path)
     assert cmd_pins_diff(config) == 0
     assert "no tool changed" in capsys.readouterr().out
-    store = PinStore.for_config(config)
+    store = open_pin_store(config)
     store.check("calc", "add", tool())
     store.check("calc", "add", tool(RUG_PULL))
     assert cmd_pins_diff(config) == 1

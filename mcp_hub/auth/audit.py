@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hub.auth.settings import AuditConfig
+from mcp_hub.compat.libs import request_connection
 from mcp_hub.redact import REDACTED, redact
 
 __all__ = ["AuditLog"]
@@ -170,7 +171,7 @@ def audit_fields(caller: Any, call: Any, tool: str, server: str, status: str, kn
     may not reach failed as "unknown" to the caller; the audit line says ``denied``.
     """
     session = getattr(call, "session", None)
-    connection = getattr(session, "_connection", session)
+    connection = request_connection(session)
     session_id = getattr(connection, "session_id", None)
     dump = getattr(result, "model_dump_json", None)
     return {

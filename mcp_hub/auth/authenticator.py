@@ -11,6 +11,10 @@ status, the RFC 6750 error and the ``WWW-Authenticate`` challenge:
 * the authorization server unreachable: 503.
 
 Static tokens are compared in constant time against every configured token.
+A browser is identified by the identity cookie (:mod:`mcp_hub.auth.cookies`),
+made by an OpenID Connect sign-in (:mod:`mcp_hub.auth.browser`) or by trading a
+static token at ``/?token=T``; it goes through the same ``[[access]]`` rules as
+a header, on every request.
 JWTs are verified by :class:`~mcp_hub.auth.jwt_verify.JwtVerifier`; the audience
 (RFC 8707) must be the configured ``audience`` or the URL of the endpoint the
 token is used on — a token for another resource is refused.
@@ -19,6 +23,7 @@ token is used on — a token for another resource is refused.
 from __future__ import annotations
 
 import hmac
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +34,8 @@ from mcp.server.auth.provider import AccessToken
 from starlette.responses import JSONResponse, Response
 from starlette.types import Scope
 
+from mcp_hub.auth.browser import BrowserSignIn
+from mcp_hub.auth.cookies import IDENTITY, SealedCookies, identity_of, identity_record
 from mcp_hub.auth.discovery import DiscoveryError, IssuerKeys
 from mcp_hub.auth.identity import Identity, identity_from_claims
 from mcp_hub.auth.introspection import Introspector
@@ -43,10 +50,14 @@ from mcp_hub.auth.metadata import (
 )
 from mcp_hub.auth.rules import first_match
 from mcp_hub.auth.settings import AccessRule, AuthConfig
+from mcp_hub.redact import add_secrets
 
 __all__ = ["COOKIE_NAME", "AuthFailure", "Authenticator"]
 
+#: The identity cookie (sealed; see :mod:`mcp_hub.auth.cookies`).
 COOKIE_NAME = "mcp_hub_token"
+#: How long the identity cookie made from a static token (``/?token=T``) lasts.
+TOKEN_COOKIE_SECONDS = 12 * 3600.0
 
 
 @dataclass
@@ -73,7 +84,8 @@ class Authenticator:
 
     def __init__(self, *, tokens: Sequence[tuple[str, str]], auth: AuthConfig | None,
                  public_url: str | None, name: str, profiles: Callable[[], frozenset[str]],
-                 rules: Callable[[], Sequence[AccessRule]], trust_host: bool = True) -> None:
+                 rules: Callable[[], Sequence[AccessRule]], trust_host: bool = True,
+                 cookie_key: Callable[[], bytes] | None = None) -> None:
         self._tokens = [(n, t.encode()) for n, t in tokens if t]
         self.auth = auth
         self.public_url = public_url
@@ -86,10 +98,16 @@ class Authenticator:
         self._rules = rules
         self.verifier: JwtVerifier | None = None
         self.introspector: Introspector | None = None
+        #: The hub's token key (shared by replicas); a random one when none is given.
+        self._cookie_key = cookie_key or (lambda: os.urandom(32))
+        self._cookies: SealedCookies | None = None
+        self._browser: BrowserSignIn | None = None
         if auth is not None:
             keys = IssuerKeys(auth.issuer, jwks_uri=auth.jwks_uri,
                               refresh_min_seconds=auth.jwks_refresh_min_seconds)
             self.verifier = JwtVerifier(keys, algorithms=auth.algorithms, leeway=auth.leeway_seconds)
+            if auth.browser is not None and auth.browser.client_secret:
+                add_secrets([auth.browser.client_secret])
 
     @property
     def enabled(self) -> bool:
@@ -109,13 +127,59 @@ class Authenticator:
                 found = name
         return Identity.static(found) if found is not None else None
 
+    @property
+    def cookies(self) -> SealedCookies:
+        """Seals the browser cookies with a key derived from the hub's token key."""
+        if self._cookies is None:
+            self._cookies = SealedCookies(self._cookie_key())
+        return self._cookies
+
+    @property
+    def browser(self) -> BrowserSignIn | None:
+        """The OpenID Connect sign-in for browsers, when ``[auth.browser]`` is set."""
+        auth = self.auth
+        if auth is None or auth.browser is None or self.verifier is None:
+            return None
+        if self._browser is None:
+            self._browser = BrowserSignIn(auth, auth.browser, self.verifier, self.cookies)
+        return self._browser
+
+    def identity_cookie(self, identity: Identity, via: str) -> tuple[str, int]:
+        """The identity cookie's value for ``identity`` and its lifetime in seconds."""
+        seconds = TOKEN_COOKIE_SECONDS
+        if via == "oidc" and self.auth is not None and self.auth.browser is not None:
+            seconds = self.auth.browser.session_seconds
+        return self.cookies.seal(identity_record(identity, via), seconds, IDENTITY), int(seconds)
+
     def from_cookie(self, header: str) -> Identity | None:
-        """The status-page cookie holds a static token."""
+        """The identity the browser's identity cookie holds, admitted by the rules.
+
+        None without a valid cookie (missing, altered, expired, a static token no longer
+        configured, another issuer); :class:`AuthFailure` 403 when no rule admits it."""
         for part in header.split(";"):
             key, _, value = part.strip().partition("=")
             if key == COOKIE_NAME and value:
-                return self.static(unquote(value))
+                identity = self._cookie_identity(unquote(value))
+                if identity is not None:
+                    self._admit(identity)
+                    return identity
         return None
+
+    def _cookie_identity(self, value: str) -> Identity | None:
+        record = self.cookies.open(value, IDENTITY)
+        identity = identity_of(record) if record is not None else None
+        if identity is None:
+            return None
+        if identity.kind == "token":
+            names = {f"token:{name}" for name, _ in self._tokens}
+            return identity if identity.name in names else None
+        if self.auth is None or identity.issuer != self.auth.issuer:
+            return None
+        return identity
+
+    def admit(self, identity: Identity) -> None:
+        """:class:`AuthFailure` 403 unless an ``[[access]]`` rule admits ``identity``."""
+        self._admit(identity)
 
     async def identify(self, authorization: str, scope: Scope) -> Identity:
         """The caller behind ``authorization``, admitted by the scopes and rules; or AuthFailure."""
@@ -226,6 +290,8 @@ class Authenticator:
                                           "Access-Control-Allow-Origin": "*"})
 
     async def aclose(self) -> None:
+        if self._browser is not None:
+            await self._browser.aclose()
         if self.verifier is not None:
             await self.verifier.keys.aclose()
         if self.introspector is not None:

@@ -23,6 +23,7 @@ from typing import Any
 import jwt
 
 from mcp_hub.auth.discovery import IssuerKeys
+from mcp_hub.compat.libs import jwk_fields
 
 __all__ = ["InvalidToken", "JwtVerifier", "looks_like_jwt"]
 
@@ -40,10 +41,11 @@ def looks_like_jwt(token: str) -> bool:
 
 def _key_fits(key: jwt.PyJWK, alg: str) -> bool:
     """The key's type can verify ``alg`` and, if the key names an alg, it is this one."""
-    declared = key._jwk_data.get("alg")
+    fields = jwk_fields(key)
+    declared = fields.get("alg")
     if isinstance(declared, str) and declared != alg:
         return False
-    kty = key._jwk_data.get("kty")
+    kty = fields.get("kty")
     family = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}.get(alg[:2])
     return family is not None and kty == family
 

@@ -11,7 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["ALLOWED_ALGORITHMS", "AccessRule", "AuditConfig", "AuthConfig", "NamedToken"]
+__all__ = ["ALLOWED_ALGORITHMS", "AccessRule", "AuditConfig", "AuthConfig", "BrowserLogin",
+           "NamedToken"]
 
 #: Asymmetric signature algorithms only: never ``none``, never HS* (a shared secret
 #: checked against a public key is the classic algorithm-confusion hole).
@@ -31,6 +32,32 @@ class NamedToken(_Model):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
     token: str
+
+
+class BrowserLogin(_Model):
+    """``[auth.browser]``: people sign in to the hub's own pages with OpenID Connect.
+
+    The hub is a relying party of the ``[auth]`` issuer (authorization code + PKCE):
+    the same issuer, so the ``sub`` of a browser sign-in names the same person as the
+    ``sub`` of that person's access tokens. Its redirect URI is the hub's
+    ``/login/callback`` (``[hub.http] public_url`` or the request's own host).
+    """
+
+    #: The hub's client id at the issuer.
+    client_id: str = Field(min_length=1)
+    #: Its secret (``client_secret_basic``); unset: a public client (PKCE alone).
+    client_secret: str | None = None
+    #: Scopes asked for; ``openid`` is required.
+    scopes: list[str] = Field(default_factory=lambda: ["openid"])
+    #: How long a sign-in lasts: the session cookie's lifetime.
+    session_seconds: float = Field(default=3600.0, ge=60, le=86400)
+
+    @field_validator("scopes")
+    @classmethod
+    def _openid(cls, value: list[str]) -> list[str]:
+        if "openid" not in value:
+            raise ValueError("an OpenID Connect sign-in needs the scope 'openid'")
+        return value
 
 
 class AuthConfig(_Model):
@@ -59,6 +86,8 @@ class AuthConfig(_Model):
     introspection_cache_seconds: float = Field(default=30.0, ge=0, le=600)
     #: Seconds between two key-set fetches caused by an unknown ``kid``.
     jwks_refresh_min_seconds: float = Field(default=1.0, ge=0, le=3600)
+    #: Browser sign-in to the status page and connect links (see :class:`BrowserLogin`).
+    browser: BrowserLogin | None = None
 
     @field_validator("algorithms")
     @classmethod

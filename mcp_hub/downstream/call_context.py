@@ -47,6 +47,7 @@ from mcp.types import (
 )
 from pydantic import BaseModel
 
+from mcp_hub.compat.libs import request_connection
 from mcp_hub.context import CallContext
 from mcp_hub.log_levels import LOG_LEVELS, below_level, client_log_level
 
@@ -59,7 +60,7 @@ ResultT = TypeVar("ResultT", bound=BaseModel)
 
 def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
     """The SDK connection behind a request (stable across one client's requests)."""
-    return getattr(ctx.session, "_connection", ctx.session)
+    return request_connection(ctx.session)
 
 
 class Downstream(Protocol):

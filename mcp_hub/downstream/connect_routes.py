@@ -1,64 +1,81 @@
 """``/connect/NAME`` and ``/connect/callback``: where a person connects an account.
 
 A per-user upstream (``oauth_per_user = true``) sends a caller who has not
-connected yet to ``/connect/NAME?t=TICKET``. The ticket is the proof of identity
-here (a browser carries no bearer token): signed by the hub, bound to the
-identity that asked, short-lived and single-use. The page redirects to the
-upstream's authorization server and sets an HttpOnly cookie that binds this
-browser to the flow; ``/connect/callback`` accepts the redirect back only with
-that cookie and the flow's ``state``. The Hub does the OAuth work.
+connected yet to ``/connect/NAME?t=TICKET``. The ticket (signed by the hub,
+bound to the identity that asked, short-lived and single-use) says whose link it
+is; the browser's identity cookie (an OpenID Connect sign-in at ``/login``, or a
+static token traded at ``/?token=T``) says who opened it. The flow begins only
+when the two are the same identity: a browser not signed in is sent to sign in
+and back (or told how, for a static token), one signed in as someone else gets
+a 403 page and nothing is stored. The page then redirects to the upstream's
+authorization server and sets an HttpOnly cookie that binds this browser to the
+flow; ``/connect/callback`` accepts the redirect back only with that cookie and
+the flow's ``state``. The Hub does the OAuth work.
 """
 
 from __future__ import annotations
 
-import html
+from urllib.parse import urlencode
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from mcp_hub.auth.authenticator import Authenticator, AuthFailure
+from mcp_hub.downstream.login_routes import (
+    HEADERS,
+    LOGIN_PATH,
+    browser_page,
+    request_base,
+    secure_request,
+)
 from mcp_hub.hub import Hub
 
 __all__ = ["CONNECT_PREFIX", "connect_routes"]
 
 CONNECT_PREFIX = "/connect/"
 _COOKIE = "mcp_hub_connect"
-#: The ticket and the code are in these URLs: no caching, no Referer.
-_HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
-def _base(request: Request, public_url: str | None) -> str:
-    if public_url:
-        return public_url.rstrip("/")
-    return f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
+def _signed_in(authn: Authenticator, request: Request) -> str | None:
+    """The identity name of the browser's identity cookie (AuthFailure when rules refuse it)."""
+    identity = authn.from_cookie(request.headers.get("cookie", ""))
+    return identity.name if identity is not None else None
 
 
-def _page(status: int, text: str) -> Response:
-    body = f"<!doctype html><title>mcp-hub</title><p>{html.escape(text)}</p>"
-    return HTMLResponse(body, status_code=status, headers=_HEADERS)
-
-
-def connect_routes(hub: Hub, public_url: str | None) -> list[Route]:
+def connect_routes(hub: Hub, public_url: str | None, authn: Authenticator) -> list[Route]:
     """The two routes; they answer 404 unless a per-user server is configured."""
 
     async def callback(request: Request) -> Response:
         query = {k: v for k, v in request.query_params.items()}
         answer = await hub.per_user.finish(query, request.cookies.get(_COOKIE))
-        response = _page(answer.status, answer.message)
+        response = browser_page(answer.status, answer.message)
         response.delete_cookie(_COOKIE, path="/connect")
         return response
 
     async def connect(request: Request) -> Response:
         name = request.path_params["name"]
         ticket = request.query_params.get("t", "")
-        answer = await hub.per_user.open_link(name, ticket, _base(request, public_url))
+        try:
+            signed_in = _signed_in(authn, request)
+        except AuthFailure as failure:
+            return browser_page(failure.status, "No access rule of this hub admits the identity this "
+                                         "browser is signed in as. Nothing was connected.")
+        answer = await hub.per_user.open_link(name, ticket, request_base(request, public_url), signed_in)
+        if answer.sign_in and authn.browser is None:
+            return browser_page(401, "This hub has no browser sign-in ([auth.browser]), so it "
+                                     "cannot tell who opened this link. Nothing was connected.")
+        if answer.sign_in:
+            back = request.url.path + ("?" + request.url.query if request.url.query else "")
+            return RedirectResponse(f"{LOGIN_PATH}?{urlencode({'next': back})}", status_code=302,
+                                    headers=HEADERS)
         if answer.location is None:
-            return _page(answer.status, answer.message)
-        response = RedirectResponse(answer.location, status_code=302, headers=_HEADERS)
+            return browser_page(answer.status, answer.message)
+        response = RedirectResponse(answer.location, status_code=302, headers=HEADERS)
         if answer.cookie is not None:
             response.set_cookie(_COOKIE, answer.cookie, max_age=600, path="/connect",
                                 httponly=True, samesite="lax",
-                                secure=request.url.scheme == "https")
+                                secure=secure_request(request, public_url))
         return response
 
     return [Route("/connect/callback", endpoint=callback, methods=["GET"]),

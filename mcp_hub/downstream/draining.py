@@ -22,7 +22,7 @@ import anyio
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.drain import Drain
 
 __all__ = ["DrainGuard", "drain_on_signals"]
@@ -87,12 +87,10 @@ class DrainGuard:
         if path == "/healthz" or method == "DELETE":
             await self.app(scope, receive, send)
             return
-        if method == "POST":
-            read = await buffer_body(receive)
-            if not _is_request(read.body):
-                with self.drain.hold():
-                    await self.app(scope, read.receive, send)
-                return
+        if method == "POST" and not _is_request(request_body(scope)):
+            with self.drain.hold():
+                await self.app(scope, receive, send)
+            return
         body = {"ready": False, "draining": True} if path == "/readyz" else {
             "error": "shutting_down", "error_description": "the hub is shutting down"}
         await JSONResponse(body, status_code=503,

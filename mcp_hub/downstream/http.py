@@ -6,7 +6,13 @@ Routes:
   ``/p/NAME/mcp`` — the same for profile NAME;
 * ``/sse`` + ``/messages/`` — legacy SSE; ``/p/NAME/sse`` + ``/p/NAME/messages/`` for profile NAME;
 * ``/healthz`` (alive), ``/readyz`` (initial upstream connects done), ``/metrics``
-  (Prometheus), ``/status.json`` and ``/`` (the status page).
+  (Prometheus), ``/status.json`` and ``/`` (the status page);
+* ``/login``, ``/login/callback``, ``/logout`` (browser sign-in,
+  :mod:`~mcp_hub.downstream.login_routes`) and ``/connect/…`` (per-user upstreams).
+
+A browser proves who it is with the identity cookie (an OpenID Connect sign-in, or
+a static token traded at ``/?token=T``); it opens ``/`` and ``/status.json`` only,
+and ``[[access]]`` rules decide on it as on a bearer header.
 
 Guards wrap everything, outermost first: DNS-rebinding protection (a Host not
 allowed → 421, a foreign Origin → 403; :mod:`~mcp_hub.downstream.host_rules`), then
@@ -27,9 +33,9 @@ from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, urlencode
 
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import INVALID_PARAMS
 from starlette.applications import Starlette
@@ -38,12 +44,16 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_hub import compat
 from mcp_hub.access import EVERYONE, Caller
 from mcp_hub.auth.audit import AuditLog
 from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, sdk_user
+from mcp_hub.auth.browser import safe_next
 from mcp_hub.auth.identity import Identity
+from mcp_hub.compat import hooks
+from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.config import HttpConfig
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.downstream.asgi_body import BodyLimit, request_body
 from mcp_hub.downstream.client_metadata import CLIENT_METADATA_PATH, client_metadata_routes
 from mcp_hub.downstream.connect_routes import CONNECT_PREFIX, connect_routes
 from mcp_hub.downstream.draining import DrainGuard
@@ -53,6 +63,7 @@ from mcp_hub.downstream.http_fastpath import HttpFastPath, freeze_startup_heap
 from mcp_hub.downstream.http_limits import admit_connection
 from mcp_hub.downstream.identity import IDENTITY_KEY, build_authenticator, scope_caller
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
+from mcp_hub.downstream.login_routes import LOGIN_PATH, LOGIN_PATHS, login_routes
 from mcp_hub.downstream.replica_sessions import ReplicaSessionManager
 from mcp_hub.downstream.replication import (
     add_replica_middleware,
@@ -129,20 +140,10 @@ class GuardMiddleware:
             # RFC 9728 documents are public: a client reads them before it has a token.
             await self.authn.metadata_response(scope)(scope, receive, send)
             return
-        if self.authn.has_static_tokens and path == "/" and scope.get("query_string"):
-            # A browser cannot send a bearer header: /?token=T trades the token for
-            # an HttpOnly, SameSite=Strict cookie and drops it from the address bar.
-            query = parse_qs(scope["query_string"].decode("latin-1"))
-            given = (query.get("token") or [""])[0]
-            if given and self.authn.static(given) is not None:
-                secure = scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
-                cookie = f"{COOKIE_NAME}={quote(given)}; HttpOnly; SameSite=Strict; Path=/"
-                if secure:
-                    cookie += "; Secure"
-                await Response(status_code=303, headers={"Location": "/", "Set-Cookie": cookie})(
-                    scope, receive, send)
-                return
-        if self.authn.enabled and not path.startswith(CONNECT_PREFIX):  # the ticket is the proof
+        if (self.authn.has_static_tokens and path == "/" and scope.get("query_string")
+                and await self._trade_token(scope, headers, receive, send)):
+            return
+        if self.authn.enabled and not _signs_in(path):  # these pages check the browser themselves
             identity = await self._identify(scope, headers, receive, send)
             if identity is None:
                 return
@@ -155,6 +156,46 @@ class GuardMiddleware:
         admit_connection(scope)
         await self.app(scope, receive, send)
 
+    async def _trade_token(self, scope: Scope, headers: dict[str, str], receive: Receive,
+                           send: Send) -> bool:
+        """``/?token=T``: a browser cannot send a bearer header, so the token is traded for
+        the identity cookie (HttpOnly, SameSite=Strict) and dropped from the address bar.
+        The identity must pass the ``[[access]]`` rules, as on a header. True if answered."""
+        query = parse_qs(scope["query_string"].decode("latin-1"))
+        given = (query.get("token") or [""])[0]
+        identity = self.authn.static(given) if given else None
+        if identity is None:
+            return False
+        try:
+            self.authn.admit(identity)
+        except AuthFailure as failure:
+            await self._refuse(scope, failure, receive, send)
+            return True
+        value, seconds = self.authn.identity_cookie(identity, "token")
+        cookie = f"{COOKIE_NAME}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={seconds}"
+        if (scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
+                or (self.authn.public_url or "").startswith("https://")):
+            cookie += "; Secure"
+        back = safe_next((query.get("next") or ["/"])[0])
+        await Response(status_code=303, headers={"Location": back, "Set-Cookie": cookie,
+                                                 "Cache-Control": "no-store"})(scope, receive, send)
+        return True
+
+    async def _refuse(self, scope: Scope, failure: AuthFailure, receive: Receive,
+                      send: Send) -> None:
+        """Log, audit and answer a refused request (never with its credential)."""
+        path = scope.get("path", "")
+        client = scope.get("client") or ("?", 0)
+        logger.warning("authentication failed for %s %s from %s: %d %s", scope.get("method"),
+                       path, client[0], failure.status, failure.description)
+        if self.audit is not None:
+            who = failure.identity
+            self.audit.denied(identity=who.name if who else None,
+                              client_id=who.client_id if who else None,
+                              method=str(scope.get("method")), path=path,
+                              status=failure.status, reason=failure.description)
+        await self.authn.refusal(scope, failure)(scope, receive, send)
+
     async def _identify(self, scope: Scope, headers: dict[str, str], receive: Receive,
                         send: Send) -> Identity | None:
         """The request's identity, stored on the scope; None after answering 401/403/503."""
@@ -164,19 +205,18 @@ class GuardMiddleware:
         except AuthFailure as failure:
             found = None
             if failure.status == 401 and scope.get("method") == "GET" and path in _COOKIE_PATHS:
-                # The cookie opens only the read-only pages, never the MCP endpoints.
-                found = self.authn.from_cookie(headers.get("cookie", ""))
+                # The cookie opens only the read-only pages, never the MCP endpoints; the
+                # [[access]] rules decide on its identity as on a header's (403 otherwise).
+                try:
+                    found = self.authn.from_cookie(headers.get("cookie", ""))
+                except AuthFailure as refused:
+                    failure = refused
+                if found is None and failure.status == 401 and path == "/" \
+                        and self.authn.browser is not None:
+                    await _to_login("/")(scope, receive, send)
+                    return None
             if found is None:
-                client = scope.get("client") or ("?", 0)
-                logger.warning("authentication failed for %s %s from %s: %d %s", scope.get("method"),
-                               path, client[0], failure.status, failure.description)
-                if self.audit is not None:
-                    who = failure.identity
-                    self.audit.denied(identity=who.name if who else None,
-                                      client_id=who.client_id if who else None,
-                                      method=str(scope.get("method")), path=path,
-                                      status=failure.status, reason=failure.description)
-                await self.authn.refusal(scope, failure)(scope, receive, send)
+                await self._refuse(scope, failure, receive, send)
                 return None
             identity = found
         scope["user"] = sdk_user(identity)
@@ -207,25 +247,21 @@ class RequestShapeGuard:
     The SDK's Streamable HTTP transport rejects such a message with HTTP 400 and
     ``"id": null``, so the client cannot tell which request failed. The check is a
     plain ``json.loads`` of the body, and only for POSTs to an MCP endpoint; every
-    other request goes through untouched (its body replayed as received).
+    other request goes through untouched. The body is the one :class:`BodyLimit` read.
     """
 
-    def __init__(self, app: ASGIApp, *, max_body: int) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith("/mcp"):
             await self.app(scope, receive, send)
             return
-        read = await buffer_body(receive, limit=self.max_body)
-        if read.complete:
-            answer = _shape_error(read.body)
-            if answer is not None:
-                await JSONResponse(answer, status_code=400)(scope, read.receive, send)
-                return
-
-        await self.app(scope, read.receive, send)
+        answer = _shape_error(request_body(scope))
+        if answer is not None:
+            await JSONResponse(answer, status_code=400)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _shape_error(body: bytes) -> dict[str, Any] | None:
@@ -244,6 +280,18 @@ def _shape_error(body: bytes) -> dict[str, Any] | None:
         return None
     return {"jsonrpc": "2.0", "id": rid,
             "error": {"code": INVALID_PARAMS, "message": "Invalid request: params must be an object"}}
+
+
+def _signs_in(path: str) -> bool:
+    """Pages that identify the browser themselves: sign-in, and connect links (whose
+    ticket names the identity the browser's cookie must match)."""
+    return path in LOGIN_PATHS or path.startswith(CONNECT_PREFIX)
+
+
+def _to_login(back: str) -> Response:
+    """Send a browser that is not signed in to the hub's sign-in, and back to ``back``."""
+    return Response(status_code=302, headers={"Location": f"{LOGIN_PATH}?{urlencode({'next': back})}",
+                                              "Cache-Control": "no-store"})
 
 
 def _repeated_header(raw: list[tuple[bytes, bytes]]) -> str | None:
@@ -269,7 +317,7 @@ class _HubSessionManager(PooledSessionManager, ResumableSessionManager, ReplicaS
     served by any replica (replica_sessions)."""
 
 
-def _session_owner_check(managers: Iterable[StreamableHTTPSessionManager]
+def _session_owner_check(managers: Iterable[HookedSessionManager]
                          ) -> Callable[[str, Scope], bool]:
     """(session id, scope) -> whether the request may act on that session of its endpoint."""
     by_path = {str(getattr(m, "endpoint", "")): m for m in managers}
@@ -338,7 +386,7 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         BoundedEventStore(http.event_store_max_events, http.event_store_max_bytes),
         hub.open_calls, http.resume_grace_seconds)
     replicas = replica_sessions_for(hub, http)
-    managers: dict[str | None, StreamableHTTPSessionManager] = {
+    managers: dict[str | None, HookedSessionManager] = {
         name: (PooledSessionManager if stateless else partial(
             _HubSessionManager, resumption=resumption, replicas=replicas))(
             server,
@@ -352,10 +400,11 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         for name, server in servers.items()
     }
     bus = attach_bus(hub.state, managers.values(), resumption, replicas)
+    authn = build_authenticator(hub, http, host)
     sse_routes: list[Route | Mount] = []
     for profile, server in servers.items():
         prefix = "" if profile is None else f"/p/{profile}"
-        sse_routes += sse_endpoints(server, prefix, security, pool)
+        sse_routes += sse_endpoints(server, prefix, security, pool, http.max_body_bytes)
 
     fast_served: dict[str, int] = {}
 
@@ -363,7 +412,8 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
         Route("/mcp", endpoint=StreamableHTTPASGIApp(managers[None])),
         *sse_routes,
         *_ops_routes(hub, pool, resumption, fast_served, replicas, bus),
-        *connect_routes(hub, http.public_url),
+        *connect_routes(hub, http.public_url, authn),
+        *login_routes(authn, http.public_url),
         *client_metadata_routes(hub.config),
     ]
     for profile, manager in managers.items():
@@ -380,18 +430,22 @@ def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False)
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
-    add_replica_middleware(app, bus, replicas, resumption, http.max_body_bytes)
+    add_replica_middleware(app, bus, replicas, resumption)
     app.add_middleware(DroppedStreamWatcher, resumption=resumption,
                        may_use=_session_owner_check(managers.values()))
-    if not stateless:  # plain JSON answers for plain requests on live sessions
-        app.add_middleware(HttpFastPath, hub=hub, max_body=http.max_body_bytes, served=fast_served,
+    # Plain JSON answers for plain requests on live sessions; off (the SDK's path
+    # serves everything) when the transport's private counters are not as expected.
+    if not stateless and compat.feature_ok(hooks.HTTP_FAST_PATH):
+        app.add_middleware(HttpFastPath, hub=hub, served=fast_served,
                            bus=bus, endpoints={
             manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()
             if isinstance(manager, PooledSessionManager)})
     app.add_middleware(DrainGuard, drain=hub.drain)
-    app.add_middleware(RequestShapeGuard, max_body=http.max_body_bytes)
+    app.add_middleware(RequestShapeGuard)
+    # Every body is read here, once, bounded: no layer below reads one itself.
+    app.add_middleware(BodyLimit, max_body=http.max_body_bytes)
     app.add_middleware(GuardMiddleware, bind_host=host, http=http,
-                       authn=build_authenticator(hub, http, host), audit=hub.audit, state=hub.state)
+                       authn=authn, audit=hub.audit, state=hub.state)
     return app
 
 

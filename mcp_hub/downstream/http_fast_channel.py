@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 from mcp.shared.exceptions import MCPError
@@ -26,8 +26,30 @@ from mcp_hub.downstream.fast_call import encode_message
 from mcp_hub.downstream.fastpath import _Pending
 from mcp_hub.log_levels import client_log_level
 
-if TYPE_CHECKING:
-    from mcp_hub.downstream.http_fastpath import FastSession, HttpFastPath
+
+class ChannelSession(Protocol):
+    """What a channel needs of the fast path's session (``http_fastpath.FastSession``)."""
+
+    @property
+    def sid(self) -> str: ...
+    @property
+    def connection(self) -> Any: ...
+    @property
+    def version(self) -> str: ...
+
+
+class ChannelOwner(Protocol):
+    """What a channel needs of the fast path (``http_fastpath.HttpFastPath``): the hub,
+    the ids of the requests it sends the client, and where their answers wait."""
+
+    @property
+    def hub(self) -> Any: ...
+    @property
+    def pending(self) -> dict[tuple[str, str], _Pending]: ...
+
+    def next_request_id(self) -> str:
+        """A fresh id for a request to the client."""
+        ...
 
 __all__ = ["HttpChannel", "send_accepted", "send_json", "send_json_parts"]
 
@@ -64,7 +86,7 @@ async def send_accepted(send: Send) -> None:
 class HttpChannel(JsonRpcDownstream):
     """One fast-path call's way back to the client: a JSON body, or an SSE stream once needed."""
 
-    def __init__(self, fast: HttpFastPath, session: FastSession, send: Send) -> None:
+    def __init__(self, fast: ChannelOwner, session: ChannelSession, send: Send) -> None:
         self.fast = fast
         self.hub = fast.hub
         self.session = session
@@ -104,7 +126,7 @@ class HttpChannel(JsonRpcDownstream):
 
     async def request(self, method: str, params: dict[str, Any] | None) -> Any:
         """Send a server-to-client request on this call's stream; wait (bounded) for its answer."""
-        rid = f"{self.fast.id_prefix}{next(self.fast._ids)}"
+        rid = self.fast.next_request_id()
         key = (self.session.sid, rid)
         pending = self.fast.pending[key] = _Pending()
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}

@@ -33,10 +33,9 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import math
 import os
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +43,6 @@ import anyio
 import anyio.lowlevel
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CONNECTION_CLOSED,
@@ -54,7 +52,8 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_hub.access import Caller
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.compat.sdk_http import HookedSessionManager, holding
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.disconnects import watch_disconnect
 from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.fastpath import _Pending
@@ -96,7 +95,7 @@ class FastSession:
     version: str
 
 
-def live_session(hub: Any, manager: StreamableHTTPSessionManager, sid: str,
+def live_session(hub: Any, manager: HookedSessionManager, sid: str,
                  scope: Scope) -> FastSession | None:
     """The session ``sid`` of ``manager`` if the fast path may serve it, else None.
 
@@ -104,7 +103,7 @@ def live_session(hub: Any, manager: StreamableHTTPSessionManager, sid: str,
     (404) and everything unusual. This is the one place that finds a session:
     a state backend that recovers sessions on any replica plugs in here.
     """
-    transport = manager._server_instances.get(sid)
+    transport = manager.transports.get(sid)
     if transport is None or transport.is_terminated:
         return None
     idle = transport.idle_scope
@@ -112,7 +111,7 @@ def live_session(hub: Any, manager: StreamableHTTPSessionManager, sid: str,
         return None
     user = scope.get("user")
     requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
-    if requestor != manager._session_owners.get(sid):
+    if requestor != manager.owners.get(sid):
         return None
     usable = getattr(manager, "usable", None)  # a sealed session past its lifetime
     if callable(usable) and not usable(sid):
@@ -131,24 +130,6 @@ def freeze_startup_heap() -> None:
     the collector's pauses at about a tenth of its CPU. What arrives later (the
     catalog) is frozen once it settles (:mod:`mcp_hub.settled_heap`)."""
     settled_heap().reset()
-
-
-@contextmanager
-def _holding(transport: StreamableHTTPServerTransport | None) -> Iterator[None]:
-    """Count the request as in flight, as the SDK transport does (no idle expiry meanwhile)."""
-    idle = getattr(transport, "idle_scope", None)
-    timeout = getattr(transport, "_idle_timeout", None)
-    if transport is None or idle is None or timeout is None:
-        yield
-        return
-    transport._requests_in_flight += 1
-    idle.deadline = math.inf
-    try:
-        yield
-    finally:
-        transport._requests_in_flight -= 1
-        if not transport._requests_in_flight:
-            idle.deadline = anyio.current_time() + timeout
 
 
 def _head(scope: Scope) -> str | None:
@@ -185,12 +166,11 @@ class HttpFastPath:
     """The ASGI layer of the HTTP fast path (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, *, hub: Any,
-                 endpoints: dict[str, tuple[StreamableHTTPSessionManager, Caller]],
-                 max_body: int, served: dict[str, int] | None = None, bus: Any = None) -> None:
+                 endpoints: dict[str, tuple[HookedSessionManager, Caller]],
+                 served: dict[str, int] | None = None, bus: Any = None) -> None:
         self.app = app
         self.hub = hub
         self.endpoints = endpoints
-        self.max_body = max_body
         self.lists = prepared_lists(hub)
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
         self._turn = anyio.Lock()
@@ -204,6 +184,10 @@ class HttpFastPath:
         #: Requests answered here, by method (for status and tests).
         self.served: dict[str, int] = served if served is not None else {}
 
+    def next_request_id(self) -> str:
+        """A fresh id for a request the fast path sends a client (unique to this process)."""
+        return f"{self.id_prefix}{next(self._ids)}"
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self.endpoints.get(scope.get("path", "")) if scope.get("method") == "POST" else None
         sid = _head(scope) if endpoint is not None and scope["type"] == "http" else None
@@ -213,15 +197,14 @@ class HttpFastPath:
             return
         # The endpoint's profile with the signed-in identity of this request, as on the SDK path.
         endpoint = (endpoint[0], scope_caller(scope, endpoint[1]))
-        read = await buffer_body(receive, limit=self.max_body)
-        raw = _parse(read.body) if read.complete else None
-        if raw is None or not await self._serve(raw, session, endpoint, read.receive, send,
+        raw = _parse(request_body(scope))
+        if raw is None or not await self._serve(raw, session, endpoint, receive, send,
                                                 scope.get("headers", []),
                                                 connection_offloads(scope)):
-            await self.app(scope, read.receive, send)
+            await self.app(scope, receive, send)
 
     async def _serve(self, raw: dict[str, Any], session: FastSession,
-                     endpoint: tuple[StreamableHTTPSessionManager, Caller], receive: Receive,
+                     endpoint: tuple[HookedSessionManager, Caller], receive: Receive,
                      send: Send, headers: list[tuple[bytes, bytes]], bulk: bool = False) -> bool:
         method, rid, params = raw.get("method"), raw.get("id"), raw.get("params")
         if method is None:
@@ -242,7 +225,7 @@ class HttpFastPath:
             # One list starts per turn of the loop: twenty re-lists arriving together
             # would otherwise run their first steps (span, page, parts) in one turn.
             await self.lists.turn()
-        with _holding(session.transport):
+        with holding(session.transport):
             if method == "ping":
                 parts: tuple[bytes, ...] = (
                     b'{"jsonrpc":"2.0","id":' + _encode_id(rid) + b',"result":{}}',)
@@ -346,7 +329,7 @@ class HttpFastPath:
             return self._resolve(sid, raw.get("id"), raw)
         return method == "notifications/cancelled" and self._cancel_call(sid, raw.get("params"))
 
-    async def _call(self, session: FastSession, endpoint: tuple[StreamableHTTPSessionManager, Caller],
+    async def _call(self, session: FastSession, endpoint: tuple[HookedSessionManager, Caller],
                     rid: Any, params: Any, receive: Receive, send: Send,
                     headers: list[tuple[bytes, bytes]]) -> bool:
         if not isinstance(params, dict):
@@ -368,7 +351,7 @@ class HttpFastPath:
         cancel = self.calls[key] = anyio.CancelScope()
         message: dict[str, Any] | None = None
         try:
-            with _holding(session.transport), \
+            with holding(session.transport), \
                     self.hub.open_calls.track(session.sid, rid) as tracked, \
                     watch_disconnect(receive, cancel), cancel:
                 call = channel.context(rid, name, meta, Headers(raw=headers))

@@ -5,9 +5,12 @@ of any size, as slowly as the client likes. The hub serves through a subclass
 that keeps httptools' speed and adds, per connection:
 
 * **header size** — at most ``max_header_bytes`` from the request line to the
-  blank line; more is answered ``431`` and the connection is closed. The count
-  is kept while bytes arrive, so memory stays bounded by the limit plus one read
-  however the headers are split;
+  blank line; more is answered ``431`` and the connection is closed. The parser
+  is fed a request head's bytes only up to the limit: a head that has not ended
+  by then is over it, however the bytes arrive (the whole head in one read, one
+  byte per read, or a read that also holds the start of the body), and memory
+  stays bounded by the limit plus one read. A request pipelined behind another
+  in the same read is measured once its head is parsed;
 * **header count** — at most ``max_headers`` header lines (``431``);
 * **header read timeout** — a new connection, and each request after a
   keep-alive pause, must deliver its complete headers within ``header_timeout``
@@ -101,6 +104,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._counted = False
         self._in_headers = True
         self._header_bytes = 0
+        self._begun = False  # a request has begun and not yet ended
+        self._fresh = False  # a request beginning now starts within bytes counted for it
+        self._exact = True  # the current request's head was counted as its bytes arrived
         self._refused = False
         self._phase = 0  # _HEADERS, _BODY or 0 (no deadline)
         self._deadline = 0.0
@@ -187,38 +193,73 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     # -- parsing ------------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return
-        if self._in_headers:
-            if self._phase != _HEADERS:
-                # A request after a keep-alive pause: its header clock starts now.
-                self._expect(_HEADERS, self.limits.header_timeout)
-            self._header_bytes += len(data)
-        super().data_received(data)
-        if self._refused or not self._in_headers:
-            return
-        if self._header_bytes > self.limits.max_header_bytes or (
-                self.headers is not None and len(self.headers) > self.limits.max_headers):
+        rest: bytes | memoryview = data
+        while rest and not self._refused and not self.transport.is_closing():
+            if not self._in_headers:
+                self._fresh = False  # a request that starts after this body is not counted whole
+                self._feed(rest)
+                return
+            rest = self._feed_head(rest)
+
+    def _feed_head(self, data: bytes | memoryview) -> bytes | memoryview:
+        """Feed the parser a request head's bytes, at most up to the limit; return the rest.
+
+        The parser never sees more head bytes than the limit allows: given them
+        all without reaching the head's end, the head is over the limit (``431``),
+        however the bytes were split into reads, and whether or not a read also
+        holds the start of the body. Bytes after the head's end are returned.
+        """
+        if self._phase != _HEADERS:
+            # A request after a keep-alive pause: its header clock starts now.
+            self._expect(_HEADERS, self.limits.header_timeout)
+        if not self._begun:
+            self._fresh = True  # the request starts within what is counted from here
+        room = self.limits.max_header_bytes - self._header_bytes
+        piece = data if len(data) <= room else memoryview(data)[:room]
+        self._header_bytes += len(piece)
+        self._feed(piece)
+        if self._refused or self.transport.is_closing():
+            return b""
+        if self._in_headers and (self._header_bytes >= self.limits.max_header_bytes or (
+                self.headers is not None and len(self.headers) > self.limits.max_headers)):
             self._too_large()
+            return b""
+        return memoryview(data)[len(piece):] if len(piece) < len(data) else b""
+
+    def _feed(self, data: bytes | memoryview) -> None:
+        # httptools reads any buffer; uvicorn's data_received only passes it on.
+        super().data_received(cast(bytes, data))
 
     def _too_large(self) -> None:
         self.limits.refused["431"] += 1
         self._refuse(_TOO_LARGE)
 
+    def _head_size(self) -> int:
+        """The size of the parsed request head (request line, headers, blank line)."""
+        line = len(self.parser.get_method()) + 1 + len(self.url) + len(b" HTTP/1.1\r\n")
+        return line + sum(len(name) + len(value) + 4 for name, value in self.headers) + 2
+
     def on_message_begin(self) -> None:
         self._in_headers = True
+        self._begun = True
+        # A request that began in the middle of bytes counted for the one before it
+        # (pipelined): its head is measured once parsed, in on_headers_complete.
+        self._exact = self._fresh
+        self._fresh = False
         super().on_message_begin()
         cast(dict[str, Any], self.scope)[SCOPE_KEY] = self
 
     def on_headers_complete(self) -> None:
         if self._refused:
             return
-        if len(self.headers) > self.limits.max_headers:
+        limits = self.limits
+        if len(self.headers) > limits.max_headers or (
+                not self._exact and self._head_size() > limits.max_header_bytes):
             self._too_large()
             return
         self._in_headers = False
         self._header_bytes = 0
-        self._expect(_BODY, self.limits.body_timeout)
+        self._expect(_BODY, limits.body_timeout)
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
@@ -232,6 +273,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return
         self._phase = 0
         self._in_headers = True
+        self._begun = False
         super().on_message_complete()
 
 

@@ -9,6 +9,7 @@ and every check in :mod:`mcp_hub.access` sees who is asking.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mcp_hub import runtime
@@ -20,6 +21,8 @@ from mcp_hub.errors import ConfigError
 from mcp_hub.hub import Hub
 
 __all__ = ["IDENTITY_KEY", "build_authenticator", "caller_for", "scope_caller"]
+
+logger = logging.getLogger(__name__)
 
 IDENTITY_KEY = "mcp_hub.identity"
 
@@ -49,8 +52,12 @@ def build_authenticator(hub: Hub, http: HttpConfig, host: str) -> Authenticator:
     if config.auth and not loopback and not (http.public_url or config.auth.audience):
         raise ConfigError(f"[auth] on {host}: set [hub.http] public_url (or [auth] audience) "
                           "so tokens are checked against the hub's own URL, not the request's Host")
+    if config.auth and config.auth.browser is None and any(
+            s.oauth_per_user for s in config.enabled_servers().values()):
+        logger.warning("[auth] without [auth.browser]: a browser cannot sign in, so connect links "
+                       "of per-user servers are refused for OAuth identities; set [auth.browser]")
     return Authenticator(
         tokens=http.token_entries(), auth=config.auth, public_url=http.public_url,
         name=config.hub.name, profiles=lambda: frozenset(hub.config.profiles),
-        rules=lambda: hub.config.access, trust_host=loopback,
+        rules=lambda: hub.config.access, trust_host=loopback, cookie_key=hub.secret_key,
     )

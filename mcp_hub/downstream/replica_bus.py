@@ -30,13 +30,18 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCMessage, jsonrpc_message_adapter
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.compat.sdk_http import (
+    HookedSessionManager,
+    read_stream_writer,
+    request_streams,
+    transport_write_stream,
+)
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.sealed_session import session_credential
 from mcp_hub.state import StateBackend, StateUnavailable
 
@@ -50,7 +55,7 @@ _DEDUPE_SECONDS = 1.0
 class ReplicaBus:
     """Publishes session messages other replicas need; delivers those this one can."""
 
-    def __init__(self, state: StateBackend, managers: Iterable[StreamableHTTPSessionManager]
+    def __init__(self, state: StateBackend, managers: Iterable[HookedSessionManager]
                  ) -> None:
         self.replica = os.urandom(6).hex()
         self.state = state
@@ -69,7 +74,7 @@ class ReplicaBus:
 
     def _transport(self, session_id: str) -> StreamableHTTPServerTransport | None:
         for manager in self.managers:
-            found = manager._server_instances.get(session_id)
+            found = manager.transports.get(session_id)
             if found is not None:
                 return found
         return None
@@ -102,7 +107,7 @@ class ReplicaBus:
         """A message for the session's GET stream; forwarded if another replica holds it."""
         transport = self._transport(session_id)
         method = getattr(message, "method", None)
-        if transport is not None and GET_STREAM_KEY in transport._request_streams:
+        if transport is not None and GET_STREAM_KEY in request_streams(transport):
             if isinstance(method, str):
                 self._recent[(session_id, method)] = time.monotonic()
             return
@@ -157,7 +162,7 @@ class ReplicaBus:
 
     async def _deliver_in(self, transport: StreamableHTTPServerTransport,
                           message: JSONRPCMessage) -> None:
-        writer = transport._read_stream_writer
+        writer = read_stream_writer(transport)
         if writer is None or transport.is_terminated:
             return
         try:
@@ -169,7 +174,7 @@ class ReplicaBus:
 
     async def _deliver_out(self, session_id: str, transport: StreamableHTTPServerTransport,
                            message: JSONRPCMessage) -> None:
-        if GET_STREAM_KEY not in transport._request_streams or transport._write_stream is None:
+        if GET_STREAM_KEY not in request_streams(transport) or transport_write_stream(transport) is None:
             return
         method = getattr(message, "method", None)
         if isinstance(method, str) and method.endswith("list_changed"):
@@ -177,7 +182,7 @@ class ReplicaBus:
             if now - self._recent.get((session_id, method), float("-inf")) < _DEDUPE_SECONDS:
                 return
         try:
-            await transport._write_stream.send(SessionMessage(message))
+            await transport_write_stream(transport).send(SessionMessage(message))
         except Exception:
             logger.debug("a forwarded notification found its session closing", exc_info=True)
             return
@@ -194,7 +199,7 @@ class ReplicaBus:
     def _end(self, session_id: str) -> None:
         for manager in self.managers:
             evict = getattr(manager, "evict", None)
-            if session_id in manager._server_instances and callable(evict):
+            if session_id in manager.transports and callable(evict):
                 evict(session_id)
                 self.counts["delivered"] += 1
 
@@ -212,11 +217,10 @@ def _needs_routing(body: bytes) -> bool:
 class BusTap:
     """Publishes the POSTs other replicas may need (answers and cancels), then serves them."""
 
-    def __init__(self, app: ASGIApp, *, bus: ReplicaBus, max_body: int,
+    def __init__(self, app: ASGIApp, *, bus: ReplicaBus,
                  owns: Callable[[str, str, str], bool]) -> None:
         self.app = app
         self.bus = bus
-        self.max_body = max_body
         #: (session id, Authorization, endpoint) -> whether this caller may speak for the session.
         self.owns = owns
 
@@ -230,10 +234,10 @@ class BusTap:
         if sid is None:
             await self.app(scope, receive, send)
             return
-        read = await buffer_body(receive, limit=self.max_body)
-        if read.complete and _needs_routing(read.body):
+        body = request_body(scope)
+        if _needs_routing(body):
             auth = session_credential(scope)
             # Only the session's own credential may answer or cancel on its behalf.
             if self.owns(sid, auth, scope.get("path", "")):
-                await self.bus.client_message(sid, read.body)
-        await self.app(scope, read.receive, send)
+                await self.bus.client_message(sid, body)
+        await self.app(scope, receive, send)

@@ -46,14 +46,14 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, Authorizat
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, serve_connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from mcp_hub.access import Caller, remember_caller
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.compat.sdk_http import HookedSessionManager
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag, session_credential
 from mcp_hub.log_levels import set_client_log_level
@@ -325,7 +325,7 @@ def _caller_of(endpoint: str) -> Caller:
     return Caller(profile=parts[1] if len(parts) == 3 and parts[0] == "p" else None)
 
 
-class ReplicaSessionManager(StreamableHTTPSessionManager):
+class ReplicaSessionManager(HookedSessionManager):
     """The SDK's session manager, with sealed session ids any replica can rebuild."""
 
     def __init__(self, *args: Any, replicas: ReplicaSessions | None = None, **kwargs: Any) -> None:
@@ -343,9 +343,9 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
     def sealing(self) -> bool:
         return self._replicas is not None and self._replicas.sealer is not None
 
-    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.sealing:
-            await super()._handle_stateful_request(scope, receive, send)
+            await super().handle_stateful_request(scope, receive, send)
             return
         sid = None
         for name, value in scope["headers"]:
@@ -355,7 +355,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         if sid is None:
             await self._open_new(scope, receive, send, auth or "")
             return
-        if sid in self._server_instances:
+        if sid in self.transports:
             if (self._owner_tags.get(sid, "") != credential_tag(auth or "")
                     or not self.usable(sid)):
                 await _not_found(scope, receive, send)
@@ -369,10 +369,10 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
                 await _not_found(scope, receive, send)
                 return
         try:
-            await super()._handle_stateful_request(scope, receive, send)
+            await super().handle_stateful_request(scope, receive, send)
         finally:
             self._used(sid)  # a long request (a GET stream) counts as use until it ends
-        if scope.get("method") == "DELETE" and sid not in self._server_instances:
+        if scope.get("method") == "DELETE" and sid not in self.transports:
             assert self._replicas is not None
             await self._replicas.closed(sid)
 
@@ -392,14 +392,14 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
 
     def _used(self, session_id: str) -> None:
         if (self._replicas is not None and self.sealing and self._replicas.touch(session_id)
-                and self._task_group is not None):
-            self._task_group.start_soon(self._replicas.share_touch, session_id)
+                and self.task_group is not None):
+            self.task_group.start_soon(self._replicas.share_touch, session_id)
 
     def _end_here(self, session_id: str) -> None:
-        transport = self._server_instances.pop(session_id, None)
-        self._session_owners.pop(session_id, None)
-        if transport is not None and self._task_group is not None:
-            self._task_group.start_soon(self._discard_session, session_id, transport)
+        transport = self.transports.pop(session_id, None)
+        self.owners.pop(session_id, None)
+        if transport is not None and self.task_group is not None:
+            self.task_group.start_soon(self.discard_session, session_id, transport)
 
     def owner_matches(self, session_id: str, authorization: str) -> bool:
         """Whether a request with ``authorization`` may use the live session ``session_id``.
@@ -420,34 +420,33 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         user = scope.get("user")
         requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
         credential = session_credential(scope) or ""
-        if session_id in self._server_instances:
-            return (requestor == self._session_owners.get(session_id)
+        if session_id in self.transports:
+            return (requestor == self.owners.get(session_id)
                     and self.owner_matches(session_id, credential))
         return self._replicas is not None and self._replicas.owns(
             session_id, credential, self._endpoint)
 
     async def _open_new(self, scope: Scope, receive: Receive, send: Send, auth: str) -> None:
         assert self._replicas is not None
-        read = await buffer_body(receive, limit=self.max_request_body_size)
-        params = _initialize_params(read.body) if read.complete else None
+        params = _initialize_params(request_body(scope))
         wanted = (self._replicas.seal(params, auth, self._endpoint) if params is not None
                   else None)
         token = _NEXT_ID.set(wanted)
         try:
-            await super()._handle_stateful_request(scope, read.receive, send)
+            await super().handle_stateful_request(scope, receive, send)
         finally:
             _NEXT_ID.reset(token)
 
-    def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
-        transport = super()._admit_session(requestor)
+    def admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
+        transport = super().admit_session(requestor)
         wanted = _NEXT_ID.get()
         if transport is None or wanted is None or transport.mcp_session_id is None:
             return transport
         old = transport.mcp_session_id
         transport.mcp_session_id = wanted
-        self._server_instances[wanted] = self._server_instances.pop(old)
-        if old in self._session_owners:
-            self._session_owners[wanted] = self._session_owners.pop(old)
+        self.transports[wanted] = self.transports.pop(old)
+        if old in self.owners:
+            self.owners[wanted] = self.owners.pop(old)
         return transport
 
     async def local_or_recovered(self, session_id: str, authorization: str,
@@ -464,41 +463,41 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         absolute or idle lifetime, was ended by its client (answer 404), or when
         the session cap leaves no room.
         """
-        transport = self._server_instances.get(session_id)
+        transport = self.transports.get(session_id)
         if transport is not None or self._replicas is None:
             return transport
         sealed = self._replicas.open_sealed(session_id, authorization, self._endpoint)
         if (sealed is None or await self._replicas.was_closed(session_id)
                 or await self._replicas.idle_expired(session_id, sealed)):
             return None
-        async with self._session_creation_lock:
-            transport = self._server_instances.get(session_id)
+        async with self.creation_lock:
+            transport = self.transports.get(session_id)
             if transport is not None:
                 return transport
             token = _NEXT_ID.set(session_id)
             try:
-                transport = self._admit_session(requestor)
+                transport = self.admit_session(requestor)
             finally:
                 _NEXT_ID.reset(token)
             if transport is None:
                 return None
             self._owner_tags[session_id] = credential_tag(authorization)
             self._expires[session_id] = self._replicas.lifetimes.expiry(sealed)
-            assert self._task_group is not None
-            await self._task_group.start(self._run_recovered, transport, dict(sealed["p"]),
+            assert self.task_group is not None
+            await self.task_group.start(self._run_recovered, transport, dict(sealed["p"]),
                                          caller or _caller_of(self._endpoint))
         self._replicas.recovered += 1
         logger.info("rebuilt session %s… from its sealed id", session_id[:12])
         return transport
 
-    async def _serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
+    async def serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
                                      scope: Scope, receive: Receive, send: Send) -> None:
         sid = http_transport.mcp_session_id
         if sid is not None and self._replicas is not None:
             self._owner_tags[sid] = credential_tag(session_credential(scope))
             self._expires[sid] = self._replicas.expiry(sid) or math.inf
             self._used(sid)
-        await super()._serve_opening_request(http_transport, scope, receive, send)
+        await super().serve_opening_request(http_transport, scope, receive, send)
 
     async def _run_recovered(self, transport: StreamableHTTPServerTransport, params: dict[str, Any],
                              caller: Caller,
@@ -527,11 +526,11 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
             except Exception:
                 logger.exception("rebuilt session %s… crashed", sid[:12])
             finally:
-                await self._discard_session(sid, transport)
+                await self.discard_session(sid, transport)
                 if not started:
                     task_status.started()
 
-    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
+    async def discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
                                ) -> None:
         self._owner_tags.pop(session_id, None)
         self._expires.pop(session_id, None)
@@ -539,7 +538,7 @@ class ReplicaSessionManager(StreamableHTTPSessionManager):
         if (self._replicas is not None and self.sealing and idle is not None
                 and idle.deadline <= anyio.current_time()):
             self._replicas.idle_ended(session_id)
-        await super()._discard_session(session_id, transport)
+        await super().discard_session(session_id, transport)
 
 
 async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 
+from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.config import HttpConfig
 from mcp_hub.downstream.event_mirror import EventMirror, MirroredReplay
 from mcp_hub.downstream.replica_bus import BusTap, ReplicaBus
@@ -43,7 +43,7 @@ def replica_sessions_for(hub: Hub, http: HttpConfig) -> ReplicaSessions:
                            Lifetimes(http.session_max_lifetime, http.session_idle_timeout))
 
 
-def attach_bus(state: StateBackend, managers: Iterable[StreamableHTTPSessionManager],
+def attach_bus(state: StateBackend, managers: Iterable[HookedSessionManager],
                resumption: Resumption, replicas: ReplicaSessions) -> ReplicaBus | None:
     """The bus between replicas, if they share a store and sessions move between them;
     dropped streams are then mirrored to the store so any replica can resume them."""
@@ -61,11 +61,11 @@ def attach_bus(state: StateBackend, managers: Iterable[StreamableHTTPSessionMana
 
 
 def add_replica_middleware(app: Starlette, bus: ReplicaBus | None, replicas: ReplicaSessions,
-                           resumption: Resumption, max_body: int) -> None:
+                           resumption: Resumption) -> None:
     """The layers that pass answers and cancels on, and replay mirrored streams."""
     if bus is None or resumption.mirror is None:
         return
-    app.add_middleware(BusTap, bus=bus, max_body=max_body, owns=replicas.owns)
+    app.add_middleware(BusTap, bus=bus, owns=replicas.owns)
     app.add_middleware(MirroredReplay, mirror=resumption.mirror, prefix=f"{bus.replica}-",
                        owns=replicas.owns, resumed=bus.stream_resumed)
 

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 from mcp.server.streamable_http import EventStore, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_hub.downstream.asgi_body import buffer_body
+from mcp_hub.compat.sdk_http import HookedSessionManager
+from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.event_store import BoundedEventStore, SessionEvents
 from mcp_hub.open_calls import OpenCalls
 
@@ -115,7 +115,7 @@ class Resumption:
         self.calls.abandon_session(session_id, "its session ended")
 
 
-class ResumableSessionManager(StreamableHTTPSessionManager):
+class ResumableSessionManager(HookedSessionManager):
     """The SDK session manager, with a per-session view of one bounded event store.
 
     The manager hands ``self.event_store`` to each session's transport as it
@@ -139,17 +139,17 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
     def event_store(self, value: EventStore | None) -> None:
         """Ignored: every session gets a view of the resumption's store."""
 
-    def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
-        transport = super()._admit_session(requestor)
+    def admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
+        transport = super().admit_session(requestor)
         view, self._fresh = self._fresh, None
         if transport is not None and view is not None and transport.mcp_session_id:
             self._resumption.events.bind(view, transport.mcp_session_id)
             self._views[transport.mcp_session_id] = view
         return transport
 
-    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
+    async def discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
                                ) -> None:
-        await super()._discard_session(session_id, transport)
+        await super().discard_session(session_id, transport)
         view = self._views.pop(session_id, None)
         if view is not None:
             self._resumption.events.forget(view)
@@ -202,9 +202,7 @@ class DroppedStreamWatcher:
             if last:
                 stream_id = self.resumption.events.stream_of(session_id, last)
         else:
-            read = await buffer_body(receive)
-            stream_id = _request_id(read.body)
-            receive = read.receive
+            stream_id = _request_id(request_body(scope))
         if stream_id is None:
             await self.app(scope, receive, send)
             return

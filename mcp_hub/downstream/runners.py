@@ -18,7 +18,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcp_hub import runtime
+from mcp_hub import compat, runtime
+from mcp_hub.compat import hooks
 from mcp_hub.config import HubConfig
 from mcp_hub.downstream.draining import drain_on_signals
 from mcp_hub.downstream.fastpath import StdioFastPath
@@ -37,8 +38,25 @@ logger = logging.getLogger(__name__)
 GRACEFUL_SECONDS = 2
 
 
+def check_libraries(config: HubConfig, *, transport: str, stateless: bool = False) -> None:
+    """The start-up check of every private hook (:mod:`mcp_hub.compat`): refuses to start
+    when a feature this config uses lost a hook it cannot do without; warns once for
+    each feature turned off instead."""
+    in_use = {hooks.STDIO_SERVER} if transport == "stdio" else set()
+    if transport == "http" and not stateless:
+        in_use.add(hooks.HTTP_SESSIONS)
+    if any(s.protocol != "2025" for s in config.servers.values()):
+        in_use.add(hooks.MODERN_UPSTREAMS)
+    if config.auth is not None:
+        in_use.add(hooks.JWT_KEYS)
+    if transport == "http" and config.state.url:
+        in_use.add(hooks.REPLICA_BUS)
+    compat.enforce(in_use)
+
+
 async def serve_stdio(config: HubConfig, *, profile: str | None = None) -> None:
     """Serve the hub on this process's stdin/stdout (Claude Desktop, IDEs)."""
+    check_libraries(config, transport="stdio")
     async with Hub(config) as hub:
         hub.runtime.listener = runtime.Listener("stdio")
         server = build_server(hub, profile)
@@ -110,6 +128,7 @@ async def serve_http(
     port_file: Path | None = None,
 ) -> None:
     """Serve Streamable HTTP, SSE, health, metrics and the status page with uvicorn."""
+    check_libraries(config, transport="http", stateless=stateless)
     http = config.hub.http
     # An interpolated token that came out empty ("${MCP_HUB_TOKEN}" unset to "") is no token.
     tokens = [t for _, t in http.token_entries()]

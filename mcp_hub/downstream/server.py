@@ -16,6 +16,7 @@ from mcp.server.models import InitializationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller, remember_caller
+from mcp_hub.compat.sdk_modules import SdkOtelMiddleware
 from mcp_hub.downstream.call_context import connection_of
 from mcp_hub.downstream.capabilities import (
     DiscoverAfterStartup,
@@ -229,7 +230,8 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     server.endpoint = caller
     # The SDK's OpenTelemetry middleware opens a span per message even with no
     # exporter installed; on a proxy's hot path that is a tenth of the CPU. Off.
-    server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    if SdkOtelMiddleware is not None:
+        server.middleware = [m for m in server.middleware if not isinstance(m, SdkOtelMiddleware)]
     server.middleware.append(RequestSpans(hub))  # the hub's own, cheap spans (mcp_hub.telemetry)
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.

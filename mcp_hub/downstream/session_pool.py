@@ -36,8 +36,9 @@ from mcp.server.auth.middleware.bearer_auth import (
     authorization_context,
 )
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
+
+from mcp_hub.compat.sdk_http import HookedSessionManager, requests_in_flight
 
 __all__ = ["PooledSessionManager", "SessionPool"]
 
@@ -59,7 +60,7 @@ class _Session:
     def busy(self) -> bool:
         if self.transport is None:
             return True  # an SSE stream is one long request
-        return bool(getattr(self.transport, "_requests_in_flight", 0))
+        return bool(requests_in_flight(self.transport))
 
 
 class SessionPool:
@@ -129,7 +130,7 @@ class SessionPool:
                 "refused": self.refused, "sessions": sessions}
 
 
-class PooledSessionManager(StreamableHTTPSessionManager):
+class PooledSessionManager(HookedSessionManager):
     """The SDK's session manager, with its sessions kept in a shared :class:`SessionPool`."""
 
     def __init__(self, app: Any, *, pool: SessionPool, endpoint: str, **kwargs: Any) -> None:
@@ -137,44 +138,44 @@ class PooledSessionManager(StreamableHTTPSessionManager):
         self.pool = pool
         self.endpoint = endpoint
 
-    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         sid = next((v.decode("latin-1") for k, v in scope["headers"] if k == _HEADER), None)
-        if sid is not None and sid in self._server_instances and self._owned_by(sid, scope):
+        if sid is not None and sid in self.transports and self._owned_by(sid, scope):
             self.pool.touch(sid)  # only the owner's request counts as a use
-        await super()._handle_stateful_request(scope, receive, send)
+        await super().handle_stateful_request(scope, receive, send)
 
     def _owned_by(self, sid: str, scope: Scope) -> bool:
         """Whether the request behind ``scope`` is of the identity that opened ``sid``."""
         user = scope.get("user")
         requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
-        return requestor == self._session_owners.get(sid)
+        return requestor == self.owners.get(sid)
 
-    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+    def admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         if not self.pool.make_room():
             return None
-        transport = super()._admit_session(requestor)
+        transport = super().admit_session(requestor)
         if transport is not None and transport.mcp_session_id is not None:
             self.pool.add(transport.mcp_session_id, self.endpoint, self, transport)
         return transport
 
-    async def _serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
+    async def serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
                                      scope: Scope, receive: Receive, send: Send) -> None:
-        await super()._serve_opening_request(http_transport, scope, receive, send)
+        await super().serve_opening_request(http_transport, scope, receive, send)
         # A session that has seen only its initialize gets a short lease; the next
         # request (notifications/initialized, normally at once) restores the full one.
         idle = http_transport.idle_scope
         sid = http_transport.mcp_session_id
         if (idle is not None and sid is not None and self.pool.only_opened(sid)
-                and not getattr(http_transport, "_requests_in_flight", 0)):
+                and not requests_in_flight(http_transport)):
             idle.deadline = min(idle.deadline, anyio.current_time() + self.pool.init_timeout)
 
-    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
+    async def discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         self.pool.forget(session_id)
-        await super()._discard_session(session_id, transport)
+        await super().discard_session(session_id, transport)
 
     def evict(self, sid: str) -> None:
         """Forget ``sid`` now (it answers 404 from here on) and end it in the background."""
-        transport = self._server_instances.pop(sid, None)
-        self._session_owners.pop(sid, None)
-        if transport is not None and self._task_group is not None:
-            self._task_group.start_soon(self._discard_session, sid, transport)
+        transport = self.transports.pop(sid, None)
+        self.owners.pop(sid, None)
+        if transport is not None and self.task_group is not None:
+            self.task_group.start_soon(self.discard_session, sid, transport)

@@ -21,13 +21,15 @@ __all__ = ["sse_endpoints"]
 
 
 def sse_endpoints(server: HubServer, prefix: str, security: TransportSecuritySettings,
-                  pool: SessionPool) -> list[Route | Mount]:
+                  pool: SessionPool, max_body: int) -> list[Route | Mount]:
     """The two routes of one SSE endpoint under ``prefix`` ("" or "/p/NAME").
 
     Each open stream is a session of ``pool``: it counts against the hub's one
-    session cap and is listed in status.
+    session cap and is listed in status. A message's body is bounded by ``max_body``
+    (:class:`~mcp_hub.downstream.asgi_body.BodyLimit` above has read it by then).
     """
-    sse = SseServerTransport(f"{prefix}/messages/", security_settings=security)
+    sse = SseServerTransport(f"{prefix}/messages/", security_settings=security,
+                             max_request_body_size=max_body)
 
     async def handle_sse(request: Request) -> Response:
         if not pool.make_room():

@@ -32,11 +32,10 @@ import anyio.lowlevel
 import mcp.types as types
 import pydantic_core
 from mcp.server.stdio import stdio_server as sdk_stdio_server
-from mcp.shared._context_streams import create_context_streams
-from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
 from mcp_hub.batching import join_ready
+from mcp_hub.compat.sdk_modules import ReadStream, WriteStream, create_context_streams
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
 from mcp_hub.pipes import CoalescingWriter, open_read_pipe, open_write_pipe
 

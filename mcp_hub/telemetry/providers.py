@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_hub.compat.libs import exporter_preferences
 from mcp_hub.telemetry.durations import DurationHistogram, with_durations
 from mcp_hub.telemetry.export import SpanQueue, readable_span_factory
 from mcp_hub.telemetry.otlp_wire import encode_request
@@ -146,12 +147,12 @@ def _quiet_metric_exporter(inner: Any, health: ExportHealth, durations: list[Dur
         MetricExportResult,
     )
 
-    delta = inner._preferred_temporality.get(Histogram) == AggregationTemporality.DELTA
+    temporality, aggregation = exporter_preferences(inner)
+    delta = temporality.get(Histogram) == AggregationTemporality.DELTA
 
     class QuietMetricExporter(MetricExporter):
         def __init__(self) -> None:
-            super().__init__(preferred_temporality=inner._preferred_temporality,
-                             preferred_aggregation=inner._preferred_aggregation)
+            super().__init__(preferred_temporality=temporality, preferred_aggregation=aggregation)
 
         def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kw: Any
                    ) -> MetricExportResult:

@@ -10,10 +10,6 @@ reached the server).
 
 from __future__ import annotations
 
-import contextvars
-import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -27,6 +23,7 @@ from mcp_hub.redact import redact
 from mcp_hub.telemetry import client_span, progress_event
 from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState
 from mcp_hub.upstream.failures import CallLost, validation_summary
+from mcp_hub.upstream.in_flight import InFlightCall, current_call
 from mcp_hub.upstream.lean_call import send_call
 from mcp_hub.upstream.relay_order import RelayBarrier
 from mcp_hub.upstream.status import ServerState
@@ -35,52 +32,6 @@ from mcp_hub.upstream.transports import INVALID_RESPONSE
 __all__ = ["CallsMixin"]
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
-
-_current_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
-    "mcp_hub_upstream_call", default=None
-)
-
-
-class _Call:
-    """A request in flight on this server: routing target and adjustable deadline."""
-
-    __slots__ = ("call", "conn", "hard_deadline", "pauses", "remaining", "scope", "timeout")
-
-    def __init__(self, conn: ConnectionState, call: CallContext | None, timeout: float,
-                 hard_deadline: float) -> None:
-        self.conn = conn
-        self.call = call
-        self.timeout = timeout
-        self.hard_deadline = hard_deadline
-        self.scope: anyio.CancelScope | None = None
-        self.pauses = 0
-        self.remaining = 0.0
-
-    def extend(self) -> None:
-        """Upstream progress: the timeout starts again (bounded by the hard deadline)."""
-        scope = self.scope
-        if scope is not None and not self.pauses:
-            scope.deadline = min(anyio.current_time() + self.timeout, self.hard_deadline)
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        """Stop the clock while the downstream client answers a request of this call."""
-        scope = self.scope
-        if scope is None:
-            yield
-            return
-        if not self.pauses:
-            self.remaining = scope.deadline - anyio.current_time()
-            scope.deadline = math.inf
-        self.pauses += 1
-        try:
-            yield
-        finally:
-            self.pauses -= 1
-            if not self.pauses:
-                scope.deadline = min(anyio.current_time() + max(self.remaining, 0.0),
-                                     self.hard_deadline)
-
 
 class CallsMixin(ConnectionState):
     """Forwarding requests on the live session (see the module docstring)."""
@@ -192,10 +143,10 @@ class CallsMixin(ConnectionState):
         hard_deadline: float,
     ) -> ResultT:
         """One request on the live session with the call's routing and deadline rules."""
-        record = _Call(self, call, call_timeout, hard_deadline)
+        record = InFlightCall(self, call, call_timeout, hard_deadline)
         key = next(self._ids)
         self._inflight[key] = record
-        token = _current_call.set(record)
+        token = current_call.set(record)
 
         relays = RelayBarrier()
 
@@ -236,5 +187,5 @@ class CallsMixin(ConnectionState):
                 raise CallLost(reason, reached=not session_gone) from None
             raise
         finally:
-            _current_call.reset(token)
+            current_call.reset(token)
             del self._inflight[key]

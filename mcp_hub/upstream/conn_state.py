@@ -26,6 +26,7 @@ from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
 from mcp_hub.rewrite.tool import ArgumentPlan
+from mcp_hub.upstream.in_flight import InFlightCall
 from mcp_hub.upstream.list_hints import ListHint
 from mcp_hub.upstream.listening import Kind, WatchedUris
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
@@ -33,7 +34,6 @@ from mcp_hub.upstream.transports import TransportProbe
 
 if TYPE_CHECKING:
     from mcp_hub.prespawn import AdoptEarly
-    from mcp_hub.upstream.calls import _Call
 
 __all__ = ["ConnectionHooks", "ConnectionState", "Kind", "ToolRecord"]
 
@@ -137,7 +137,7 @@ class ConnectionState:
         self._wake = anyio.Event()
         self._refresh_wanted = anyio.Event()
         self._refresh_kinds: set[Kind] = set()
-        self._inflight: dict[int, _Call] = {}
+        self._inflight: dict[int, InFlightCall] = {}
         self._ids = itertools.count()
         self._scope: anyio.CancelScope | None = None
         self._probe: TransportProbe | None = None

@@ -42,8 +42,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
-from mcp.client.session import ClientSession, _later_revision_fields
-from mcp.shared import jsonrpc_dispatcher as _jsonrpc_dispatcher
+from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
@@ -51,6 +50,8 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from pydantic_core import to_json
 
+from mcp_hub.compat import sdk_client
+from mcp_hub.compat.sdk_modules import later_revision_fields
 from mcp_hub.upstream.modern import is_modern, send_resolving_rounds
 from mcp_hub.upstream.stdio_write import StdinWriteStream
 
@@ -60,16 +61,8 @@ logger = logging.getLogger("mcp_hub.upstream")
 
 #: How long the courtesy ``notifications/cancelled`` may take to write (the SDK's bound).
 CANCEL_WRITE_SECONDS = 5.0
-#: What the dispatcher must have for the lean path to use it.
-_NEEDED = ("_pending", "_allocate_id", "_running", "_closed", "_write_stream", "notify")
 #: Params of a ``tools/call`` the lean path writes itself; any other set field → SDK path.
 _PLAIN_FIELDS = frozenset(("name", "arguments", "meta"))
-#: The dispatcher's pending entry has the fields :class:`_Waiter` stands in for (the
-#: dispatcher reads ``send`` and ``on_progress``); another SDK's may not: SDK path then.
-_KNOWN_PENDING = set(getattr(_jsonrpc_dispatcher, "_Pending", object).__dict__.get(
-    "__dataclass_fields__", {})) == {"send", "receive", "on_progress"}
-#: The attribute that remembers, on the session, whether its dispatcher is the known one.
-_FIT = "_mcp_hub_lean_fit"
 _CLOSED = "Connection closed"
 
 
@@ -94,20 +87,11 @@ class _Waiter:
 
 
 def lean_dispatcher(session: ClientSession) -> JSONRPCDispatcher[Any] | None:
-    """The session's dispatcher when the lean path can use it; None for the SDK's path."""
-    dispatcher = getattr(session, "_dispatcher", None)
-    fit = getattr(session, _FIT, None)
-    if fit is None:
-        fit = (_KNOWN_PENDING
-               and isinstance(dispatcher, JSONRPCDispatcher)
-               and all(hasattr(dispatcher, name) for name in _NEEDED)
-               and isinstance(getattr(dispatcher, "_pending", None), dict)
-               and callable(getattr(session, "_stamp", None)))
-        with contextlib.suppress(AttributeError):  # a session without __dict__: ask again
-            setattr(session, _FIT, fit)
-    if not fit or is_modern(session):
+    """The session's dispatcher when the lean path can use it (a known dispatcher, a
+    handshake-era session); None for the SDK's path."""
+    if is_modern(session):
         return None
-    return dispatcher
+    return sdk_client.lean_dispatcher(session)
 
 
 async def send_call(
@@ -133,12 +117,12 @@ async def _exchange(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
                     params: dict[str, Any], meta: dict[str, Any],
                     on_progress: ProgressFnT | None) -> dict[str, Any]:
     """Write the request, await its outcome; errors as ``send_raw_request`` raises them."""
-    if dispatcher._closed or not dispatcher._running:
+    if not sdk_client.dispatcher_open(dispatcher):
         raise MCPError(code=types.CONNECTION_CLOSED, message=_CLOSED)
-    pending: dict[Any, Any] = dispatcher._pending
-    request_id = dispatcher._allocate_id()
+    pending = sdk_client.pending_table(dispatcher)
+    request_id = sdk_client.allocate_id(dispatcher)
     while request_id in pending:
-        request_id = dispatcher._allocate_id()
+        request_id = sdk_client.allocate_id(dispatcher)
     if on_progress is not None:
         meta["progressToken"] = request_id
     if meta:
@@ -174,14 +158,14 @@ async def _write(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
                  request_id: int, params: dict[str, Any]) -> None:
     """The request onto the wire: bytes into a stdio child's stdin, or the transport's
     write stream with the per-message headers (Streamable HTTP, SSE)."""
-    stream = dispatcher._write_stream
+    stream = sdk_client.write_stream(dispatcher)
     if isinstance(stream, StdinWriteStream):
         await stream.send_bytes(to_json({"jsonrpc": "2.0", "id": request_id,
                                          "method": "tools/call", "params": params}) + b"\n")
         return
     data: dict[str, Any] = {"method": "tools/call", "params": params}
     opts: Any = {}
-    session._stamp(data, opts)
+    sdk_client.stamp(session, data, opts)
     headers: dict[str, str] = opts.setdefault("headers", {})
     if MCP_NAME_HEADER not in headers:
         headers[MCP_NAME_HEADER] = encode_header_value(params["name"])
@@ -197,7 +181,7 @@ def _result(session: ClientSession, raw: dict[str, Any]) -> types.CallToolResult
     if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl < 0:
         raw["ttlMs"] = 0
     version = session.protocol_version or "2025-11-25"
-    foreign = _later_revision_fields("tools/call", version)
+    foreign = later_revision_fields("tools/call", version)
     if not foreign.isdisjoint(raw):
         raw = {key: value for key, value in raw.items() if key not in foreign}
     return types.CallToolResult.model_validate(raw, by_name=False)

@@ -35,6 +35,7 @@ from mcp_hub import __version__
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
 from mcp_hub.naming import exposed_prompt_name, server_of_toolset
+from mcp_hub.pin_stores import open_pin_store
 from mcp_hub.pins import PinError, PinStore
 from mcp_hub.prespawn import AdoptEarly
 from mcp_hub.redact import add_secrets
@@ -140,7 +141,7 @@ class UpstreamManager:
     def _open_pins(self, config: HubConfig) -> PinStore | None:
         """The pin store of ``config``; None (logged) when its file cannot be read."""
         try:
-            store = PinStore.for_config(config)
+            store = open_pin_store(config)
         except PinError as exc:
             logger.error("tool pinning is off until the pin file is fixed: %s", exc)
             return None

@@ -24,8 +24,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from mcp.client._input_required import run_input_required_driver
-from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -50,6 +48,7 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
+from mcp_hub.compat.sdk_modules import negotiate_auto, run_input_required_driver
 from mcp_hub.context import CallContext
 
 __all__ = [

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 
 from mcp_hub.context import CallContext
 from mcp_hub.telemetry import relay_span
-from mcp_hub.upstream.calls import _Call, _current_call
 from mcp_hub.upstream.conn_state import ConnectionState
 from mcp_hub.upstream.failures import error_text
+from mcp_hub.upstream.in_flight import InFlightCall, current_call
 
 __all__ = ["RelaysMixin", "cannot_relay", "relayed"]
 
@@ -35,8 +35,8 @@ RelayT = TypeVar("RelayT")
 class RelaysMixin(ConnectionState):
     """Answers the upstream's requests to the client (see the module docstring)."""
 
-    def _route(self, capable: Callable[[CallContext], bool] | None) -> _Call | None:
-        current = _current_call.get()
+    def _route(self, capable: Callable[[CallContext], bool] | None) -> InFlightCall | None:
+        current = current_call.get()
         if current is not None and current.conn is self:
             # The transport told us which call caused this: never hand it to another client.
             call = current.call
@@ -55,7 +55,7 @@ class RelaysMixin(ConnectionState):
         return cannot_relay(what, why)
 
     async def _relay(
-        self, record: _Call, what: str, fn: Callable[[], Awaitable[RelayT]]
+        self, record: InFlightCall, what: str, fn: Callable[[], Awaitable[RelayT]]
     ) -> RelayT | types.ErrorData:
         with record.paused(), relay_span(record.call, what):
             return await relayed(self.log, self.name, what, fn())

@@ -42,6 +42,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from mcp_hub import commands, pdeathsig, prespawn
+from mcp_hub.compat.libs import process_transport
 from mcp_hub.config import ServerConfig
 from mcp_hub.errors import UpstreamError
 from mcp_hub.prespawn import INHERITED_ENV_VARS, AdoptEarly
@@ -533,7 +534,7 @@ async def _stop_process(process: anyio.abc.Process) -> None:
         if stream is not None:
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.aclose()
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    transport = process_transport(process)
     close = getattr(transport, "close", None)
     if callable(close):
         with suppress(PermissionError):

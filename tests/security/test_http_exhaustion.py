@@ -165,3 +165,121 @@ async def test_a_stalled_body_and_an_idle_keep_alive_connection_are_closed(tmp_p
                 await idle.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 answer, closed = await _read_until_closed(idle, 30)  # the answer, then the close
                 assert answer.startswith(b"HTTP/1.1 200") and closed
+
+
+TOKEN = "s3cret-token-0123456789abcdef"
+HUGE = 256 * MB
+SID = "ab" * 16
+
+
+@pytest.fixture
+def auth_config(tmp_path: Path) -> Path:
+    return write_config(tmp_path, '[profiles.narrow]\ntoolsets = ["hub"]\n', hub=(
+        f'[hub.http]\nauth_tokens = ["{TOKEN}"]\nmax_connections_per_ip = 1000\n'))
+
+
+async def _post_huge_body(hub: HttpHub, path: str, *, session: bool, chunked: bool) -> bytes:
+    """POST a 256 MB body to ``path``, 1 MB per write, until the hub answers; return the answer."""
+    head = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", f"Authorization: Bearer {TOKEN}",
+            "Content-Type: application/json", "Accept: application/json, text/event-stream",
+            "Transfer-Encoding: chunked" if chunked else f"Content-Length: {HUGE}"]
+    if session:
+        head.append(f"Mcp-Session-Id: {SID}")
+    piece = b"a" * MB
+    framed = b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece
+    answer = b""
+    stream = await anyio.connect_tcp("127.0.0.1", hub.port)
+    async with stream:
+        await stream.send(("\r\n".join(head) + "\r\n\r\n").encode())
+
+        async def feed() -> None:
+            try:
+                for _ in range(HUGE // MB):
+                    await stream.send(framed)
+                if chunked:
+                    await stream.send(b"0\r\n\r\n")
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass  # the hub closed the connection: what it answered is read below
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(feed)
+            with anyio.move_on_after(60):
+                while b"\r\n" not in answer:
+                    try:
+                        answer += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                        break
+            tg.cancel_scope.cancel()
+    return answer
+
+
+async def test_a_huge_body_gets_413_on_every_route_without_memory_growth(
+        auth_config: Path, tmp_path: Path) -> None:
+    """Streamed, chunked or with its length declared, with or without a session id: the hub
+    stops reading at ``max_body_bytes`` and answers 413, holding far less than the body."""
+    routes = ["/mcp", "/p/narrow/mcp", f"/messages/?session_id={SID}",
+              f"/p/narrow/messages/?session_id={SID}", "/status.json", "/healthz"]
+    with anyio.fail_after(300):
+        async with http_hub(auth_config, tmp_path) as hub:
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            async with httpx2.AsyncClient(timeout=30) as client:
+                assert (await client.get(f"{hub.base}/status.json", headers=auth)).status_code == 200
+            before = _rss_kb(hub.proc.pid, "VmRSS")
+            answers = {}
+            for session in (True, False):
+                for chunked in (True, False):
+                    for path in routes:
+                        answer = await _post_huge_body(hub, path, session=session, chunked=chunked)
+                        answers[(path, session, chunked)] = answer.split(b"\r\n", 1)[0]
+            peak = _rss_kb(hub.proc.pid, "VmHWM")
+            assert peak - before < 30 * 1024, (before, peak)
+            refused = {key: line for key, line in answers.items() if not line.startswith(b"HTTP/1.1 413")}
+            assert not refused, refused
+            async with httpx2.AsyncClient(timeout=30) as client:  # and the hub serves on
+                opened = await client.post(hub.mcp_url, headers={
+                    **auth, "Accept": "application/json, text/event-stream"}, json={
+                    "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                        "protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "0"}}})
+                assert opened.status_code == 200, opened.text
+
+
+async def _send_head(hub: HttpHub, head: bytes, pieces: int, body: bytes = b"") -> bytes:
+    """Send ``head`` (and ``body``) in ``pieces`` writes of equal size; return the answer."""
+    data = head + body
+    size = -(-len(data) // pieces)
+    stream = await anyio.connect_tcp("127.0.0.1", hub.port)
+    async with stream:
+        try:
+            for start in range(0, len(data), size):
+                await stream.send(data[start:start + size])
+        except (anyio.BrokenResourceError, OSError):
+            pass  # the hub closed the connection mid-send: read what it answered
+        return await _read_all(stream)
+
+
+async def test_an_oversized_authorization_header_gets_431_however_it_arrives(
+        auth_config: Path, tmp_path: Path) -> None:
+    """The request head is measured whole, whether it comes in one read, in many, or in a
+    read that also holds the start of the body; a head just under the limit is not refused."""
+    def head(method: str, token_size: int, extra: str = "") -> bytes:
+        return (f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+                f"{'t' * token_size}\r\n{extra}\r\n").encode()
+
+    with anyio.fail_after(120):
+        async with http_hub(auth_config, tmp_path) as hub:
+            answers = {}
+            for size in (40 * 1024, 60 * 1024):
+                for pieces in (1, 3, 64):
+                    answers[("GET", size, pieces)] = await _send_head(hub, head("GET", size), pieces)
+                    body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+                    answers[("POST", size, pieces)] = await _send_head(
+                        hub, head("POST", size, f"Content-Length: {len(body)}\r\n"), pieces, body)
+            wrong = {key: answer[:40] for key, answer in answers.items()
+                     if not answer.startswith(b"HTTP/1.1 431")}
+            assert not wrong, wrong
+            # Just under the limit, with the body in the same read: not a header problem.
+            body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}' * 100
+            under = await _send_head(hub, head("POST", 30 * 1024, f"Content-Length: {len(body)}\r\n"),
+                                     1, body)
+            assert under.startswith(b"HTTP/1.1 401"), under[:40]

@@ -90,6 +90,8 @@ class ConnectAnswer:
     message: str
     location: str | None = None
     cookie: str | None = None
+    #: Not signed in, and an OpenID Connect sign-in can prove the link's identity.
+    sign_in: bool = False
 
 
 class PerUserServers:
@@ -288,11 +290,27 @@ class PerUserServers:
                 del self._relays[key]
 
     # ------------------------------------------------------------------ browser
-    async def open_link(self, name: str, ticket: str, base: str) -> ConnectAnswer:
-        """``GET /connect/NAME?t=…``: check the ticket, begin the flow, redirect the browser."""
+    async def open_link(self, name: str, ticket: str, base: str,
+                        signed_in: str | None) -> ConnectAnswer:
+        """``GET /connect/NAME?t=…``: check the ticket, begin the flow, redirect the browser.
+
+        ``signed_in`` is the identity the browser signed in to the hub as (its identity
+        cookie). The flow begins only when it is the ticket's identity: a link opened by
+        anyone else stores nothing, so nobody can have another person's upstream account
+        connected under their own identity by sending them a link."""
         server = self.config.enabled_servers().get(name)
         if server is None or not server.oauth_per_user or self._tg is None:
             return ConnectAnswer(404, f"No per-user server named {name}.")
+        try:
+            owner = self.links.check(ticket, name).identity
+        except OAuthError as exc:
+            return ConnectAnswer(403, str(exc))
+        refused = _not_owner(owner, signed_in)
+        if refused is not None:
+            if signed_in is not None:
+                logger.warning("a connect link of %s for %s was opened by a browser signed in as "
+                               "%s: refused", owner, name, signed_in, extra={"server": name})
+            return refused
         try:
             claims = await self.links.redeem(ticket, name, self.state)
         except StateUnavailable:
@@ -366,6 +384,21 @@ class PerUserServers:
         self._connected_now(name, record.identity, tools)
         return ConnectAnswer(200, f"Connected to {name}. You can close this tab "
                                   "and return to your client.")
+
+
+def _not_owner(owner: str, signed_in: str | None) -> ConnectAnswer | None:
+    """The refusal when the browser is not signed in as the link's ``owner`` (None: it is)."""
+    if signed_in is None:
+        if owner.startswith("token:"):
+            return ConnectAnswer(401, "Sign in to the hub in this browser first: open the hub's "
+                                      "page at /?token=YOUR_TOKEN, then open this link again.")
+        return ConnectAnswer(401, "Sign in to the hub in this browser first, then open this "
+                                  "link again.", sign_in=True)
+    if not _same(owner, signed_in):
+        return ConnectAnswer(403, f"This connect link was made for another user, and this browser "
+                                  f"is signed in to the hub as {signed_in}. Nothing was connected: "
+                                  "use only links your own client shows you.")
+    return None
 
 
 def _same(a: str, b: str) -> bool:

@@ -1,0 +1,202 @@
+"""The one door to private insides (mcp_hub/compat/): every hook present on the
+pinned libraries, a changed one named exactly, the hub refusing to start or
+turning a feature off with one warning, and no private name used elsewhere."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.shared.jsonrpc_dispatcher as jsonrpc_dispatcher
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from mcp_hub import compat
+from mcp_hub.compat import hooks
+from mcp_hub.errors import IncompatibleLibrary
+from tests.hubtest import PY, ROOT, echo_server_toml, hub_env, write_config
+
+PACKAGE = ROOT / "mcp_hub"
+DOOR = PACKAGE / "compat"
+#: Libraries whose private names only the door may use.
+GUARDED = ("mcp", "mcp_types", "jwt", "opentelemetry", "uvicorn", "starlette", "anyio")
+#: SDK classes the hub subclasses: private names used on ``self`` inside them are theirs.
+SDK_BASES = {"StreamableHTTPSessionManager", "HookedSessionManager", "StreamableHTTPServerTransport",
+             "ClientSession"}
+#: Private names of other libraries' objects the hub relies on (all in the door).
+PRIVATE = {
+    "_handle_stateful_request", "_admit_session", "_serve_opening_request", "_discard_session",
+    "_server_instances", "_session_owners", "_session_creation_lock", "_requests_in_flight",
+    "_idle_timeout", "_request_streams", "_read_stream_writer", "_jwk_data",
+    "_preferred_temporality", "_preferred_aggregation", "_stamp", "_dispatcher", "_allocate_id",
+    "_connection", "_later_revision_fields", "_Pending",
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_checks() -> Iterator[None]:
+    hooks._broken_features.cache_clear()
+    yield
+    hooks._broken_features.cache_clear()
+
+
+def test_every_hook_is_present_on_the_installed_libraries() -> None:
+    assert compat.check_hooks() == []
+    assert all(compat.feature_ok(h.feature) for h in compat.HOOKS)
+
+
+def test_a_removed_method_is_named_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(StreamableHTTPSessionManager, "_admit_session")
+    problems = [str(p) for p in compat.check_hooks()]
+    assert problems == ["mcp.server.streamable_http_manager:StreamableHTTPSessionManager._admit_session: "
+                        f"no such method (needed by {hooks.HTTP_SESSIONS})"]
+
+
+def test_a_changed_signature_is_named_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def renamed(self: Any, sid: str, transport: Any, reason: str) -> None: ...
+    monkeypatch.setattr(StreamableHTTPSessionManager, "_discard_session", renamed)
+    problems = [str(p) for p in compat.check_hooks()]
+    assert len(problems) == 1
+    assert "StreamableHTTPSessionManager._discard_session: parameters are ('sid', 'transport', " \
+           "'reason'), expected ('session_id', 'transport')" in problems[0]
+
+
+def test_a_missing_attribute_of_a_fresh_instance_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = StreamableHTTPSessionManager.__init__
+
+    def without_owners(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        del self._session_owners
+
+    monkeypatch.setattr(StreamableHTTPSessionManager, "__init__", without_owners)
+    assert [p.hook.name.rsplit(".", 1)[1] for p in compat.check_hooks()] == ["_session_owners"]
+
+
+def test_a_required_hook_of_a_feature_in_use_stops_the_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(StreamableHTTPSessionManager, "_serve_opening_request")
+    with pytest.raises(IncompatibleLibrary, match=r"_serve_opening_request: no such method"):
+        compat.enforce({hooks.HTTP_SESSIONS})
+    compat.enforce({hooks.STDIO_SERVER})  # not in use: no error
+
+
+def test_an_optional_hook_turns_its_feature_off_with_one_warning(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.delattr(jsonrpc_dispatcher, "_Pending")
+    with caplog.at_level("WARNING", logger="mcp_hub.compat"):
+        compat.enforce({hooks.HTTP_SESSIONS, hooks.STDIO_SERVER})
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1
+    assert "_Pending" in warnings[0] and f"{hooks.LEAN_CALL} is off" in warnings[0]
+    assert not compat.feature_ok(hooks.LEAN_CALL)
+    assert compat.feature_ok(hooks.HTTP_SESSIONS)
+
+
+def _launcher(tmp: Path, patch: str) -> Path:
+    """A script that changes the installed SDK as a release might, then runs the hub."""
+    script = tmp / "patched_hub.py"
+    script.write_text(textwrap.dedent(patch) + textwrap.dedent("""
+        import runpy, sys
+        sys.argv[0] = "mcp-hub"
+        runpy.run_module("mcp_hub", run_name="__main__")
+    """))
+    return script
+
+
+def test_the_hub_refuses_to_serve_http_when_a_session_hook_is_gone(tmp_path: Path) -> None:
+    config = write_config(tmp_path, echo_server_toml())
+    script = _launcher(tmp_path, """
+        import mcp.server.streamable_http_manager as m
+        del m.StreamableHTTPSessionManager._admit_session
+    """)
+    proc = subprocess.run([PY, str(script), "serve", "--config", str(config), "--transport", "http",
+                           "--port", "0"], cwd=ROOT, env=hub_env(), capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode != 0, proc.stderr
+    assert "StreamableHTTPSessionManager._admit_session: no such method" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.anyio
+async def test_the_hub_serves_with_the_lean_call_off_and_says_so_once(tmp_path: Path) -> None:
+    config = write_config(tmp_path, echo_server_toml())
+    # A release whose pending entries carry one more field: the SDK itself works on,
+    # the lean call (which stands in for those entries) must not.
+    script = _launcher(tmp_path, """
+        import dataclasses
+        import mcp.shared.jsonrpc_dispatcher as d
+        d._Pending.__dataclass_fields__ = {**d._Pending.__dataclass_fields__,
+                                            "deadline": dataclasses.field()}
+    """)
+    errlog = tmp_path / "stderr.log"
+    params = StdioServerParameters(command=PY, args=[str(script), "serve", "--config", str(config)],
+                                   cwd=str(ROOT), env=hub_env())
+    with anyio.fail_after(90), open(errlog, "w") as err:
+        async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for _ in range(3):
+                result = await session.call_tool("echo_echo", {"text": "hi"})
+                assert not result.is_error, (result, errlog.read_text())
+                assert result.content[0].text == "hi"  # type: ignore[union-attr]
+    stderr = errlog.read_text()
+    assert stderr.count(f"{hooks.LEAN_CALL} is off") == 1, stderr
+
+
+# ---------------------------------------------------------------- the source stays behind the door
+def _modules() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "builtin_tools").rglob("*.py")]):
+        if DOOR not in path.parents:
+            yield path, ast.parse(path.read_text(), str(path))
+
+
+def _guarded(module: str) -> bool:
+    return module.split(".")[0] in GUARDED
+
+
+def _strays(path: Path, tree: ast.Module) -> Iterator[str]:
+    where = path.relative_to(ROOT)
+    sdk_classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and any(
+        isinstance(b, ast.Name) and b.id in SDK_BASES for b in n.bases)]
+    inside_sdk_class = {id(n) for c in sdk_classes for n in ast.walk(c)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and _guarded(node.module):
+            if any(part.startswith("_") for part in node.module.split(".")):
+                yield f"{where}:{node.lineno}: imports private module {node.module}"
+            yield from (f"{where}:{node.lineno}: imports private name {a.name} from {node.module}"
+                        for a in node.names if a.name.startswith("_"))
+        elif isinstance(node, ast.Import):
+            yield from (f"{where}:{node.lineno}: imports private module {a.name}" for a in node.names
+                        if _guarded(a.name) and any(p.startswith("_") for p in a.name.split(".")))
+        elif isinstance(node, ast.Attribute) and node.attr in PRIVATE:
+            own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            if not own or id(node) in inside_sdk_class:
+                yield f"{where}:{node.lineno}: uses private {node.attr}"
+        elif isinstance(node, ast.Constant) and node.value in PRIVATE:
+            yield f"{where}:{node.lineno}: names private {node.value}"
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in PRIVATE \
+                and id(node) in inside_sdk_class:
+            yield f"{where}:{node.lineno}: overrides private {node.name}"
+
+
+def test_no_module_outside_the_door_touches_private_names() -> None:
+    strays = [s for path, tree in _modules() for s in _strays(path, tree)]
+    assert strays == []
+
+
+def test_the_scan_finds_a_stray() -> None:
+    source = textwrap.dedent("""
+        from mcp.shared._context_streams import create_context_streams
+        from mcp.client.session import _later_revision_fields
+        class M(StreamableHTTPSessionManager):
+            def _admit_session(self, requestor): return self._server_instances
+        def f(manager):
+            return manager._session_owners, getattr(manager, "_requests_in_flight", 0)
+    """)
+    strays = list(_strays(ROOT / "mcp_hub" / "x.py", ast.parse(source)))
+    assert len(strays) == 6, strays
