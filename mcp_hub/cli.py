@@ -136,7 +136,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
             rows.append({"name": name, "server": server, "toolset": e.toolset,
                          "origin": e.origin, "available": hub.registry.is_available(e),
                          "description": (e.description or "").strip().splitlines()[0][:100]
-                         if e.description else ""})
+                         if e.description else "", **rewrite_fields(hub, server, name, args.profile)})
         rejected = hub.status()["rejected_tools"]
         tokens = None
         if args.tokens:
@@ -170,6 +170,24 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return int(run_async(lambda: _with_hub(config, run)))
 
 
+def rewrite_fields(hub: Any, server: str, name: str, profile: str | None) -> dict[str, Any]:
+    """``upstream_name`` and ``rewrites`` (the server's rule, secrets redacted) of one tool,
+    and ``profile_rewrites`` (``profile``'s rule on top) when it has one."""
+    from mcp_hub.rewrite.tool import applied
+
+    conn = hub.upstreams.connection(server) if server else None
+    if conn is None or name not in conn.exposed:
+        return {}
+    raw = conn.exposed[name]
+    secrets = hub.config.secret_values
+    rule = conn.config.tools.get(raw)
+    out = {"upstream_name": raw, "rewrites": applied(rule, secrets) if rule is not None else {}}
+    settings = hub.config.profiles.get(profile) if profile else None
+    if settings is not None and name in settings.tools:
+        out["profile_rewrites"] = applied(settings.tools[name], secrets)
+    return out
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     config = _load(args)
 
@@ -197,9 +215,28 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         for line in child_path_lines(config):
             print(line)
-        return 1 if failed else 0
+        mistakes = rewrite_problems(hub)
+        for line in mistakes:
+            print(f"rewrite: {line}")
+        return 1 if failed or mistakes else 0
 
     return int(run_async(lambda: _with_hub(config, run)))
+
+
+def rewrite_problems(hub: Any) -> list[str]:
+    """The mistakes in the config's tool rewrites, against what the upstreams list now."""
+    from mcp_hub.naming import is_upstream_toolset
+    from mcp_hub.rewrite.check import problems
+
+    config = hub.config
+    listings = {conn.name: [t.model_dump(by_alias=True, mode="json", exclude_none=True)
+                            for t in conn.listed]
+                for conn in hub.upstreams.connections() if conn.session is not None}
+    others = {n: e.toolset for n, e in hub.registry.snapshot().items()
+              if not is_upstream_toolset(e.toolset)}
+    found: list[str] = problems(config.servers, listings, config.profiles, others,
+                                config.hub.tool_name_separator, config.hub.max_tool_name_length)
+    return found
 
 
 def cmd_call(args: argparse.Namespace) -> int:

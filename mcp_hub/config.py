@@ -37,6 +37,7 @@ from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
 from mcp_hub.naming import is_upstream_toolset
 from mcp_hub.oauth_settings import OAuthSettings
+from mcp_hub.rewrite.settings import ToolRewrite
 from mcp_hub.telemetry.settings import TelemetryConfig
 
 __all__ = [
@@ -227,6 +228,8 @@ class ServerConfig(_Model):
     oauth: OAuthSettings = Field(default_factory=OAuthSettings)
     #: Each signed-in identity connects its own account (docs/upstreams.md, "Per user").
     oauth_per_user: bool = False
+    #: Rewrites of this server's tools, keyed by the upstream's tool name (docs/rewriting.md).
+    tools: dict[str, ToolRewrite] = Field(default_factory=dict)
     # Where OAuth tokens are kept (the hub's state dir); set by the loader.
     _state_dir: Path | None = PrivateAttr(default=None)
     # ... and the shared state backend ([state] url) they go to instead when set.
@@ -280,6 +283,8 @@ class ProfileConfig(_Model):
 
     toolsets: list[str] = Field(default_factory=lambda: ["all"])
     disabled_toolsets: list[str] = Field(default_factory=list)
+    #: Rewrites for this profile's callers, keyed by the exposed name (docs/rewriting.md).
+    tools: dict[str, ToolRewrite] = Field(default_factory=dict)
 
 
 class ToolsetConfig(_Model):

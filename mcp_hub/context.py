@@ -78,6 +78,16 @@ class CallContext:
     #: only what it reaches).
     caller: Any = None
 
+    def claims(self) -> dict[str, str]:
+        """The identity claims a rewritten argument may use: ``sub``, ``email``, ``name``
+        (from the caller's attributes: ``sub:alice``, ``email:a@example.com``)."""
+        claims: dict[str, str] = {"name": self.identity} if self.identity else {}
+        for attr in getattr(self.caller, "attributes", ()):
+            key, _, value = attr.partition(":")
+            if key in ("sub", "email") and value:
+                claims[key] = value
+        return claims
+
     # -- capabilities --------------------------------------------------------------
     @property
     def can_sample(self) -> bool:

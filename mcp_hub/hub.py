@@ -9,6 +9,7 @@ through ``call.hub``.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import time
@@ -48,6 +49,7 @@ from mcp_hub.redact import attach as attach_secrets
 from mcp_hub.redact import detach as detach_secrets
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as builtin_declarations
+from mcp_hub.rewrite.profiles import ProfileRewrites
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
@@ -134,6 +136,8 @@ class Hub(ServingMixin):
     ) -> None:
         self.config = config
         self._bridges: OrderedDict[Caller, ToolSearchBridge] = OrderedDict()
+        # Profile → (the config it was built from, that profile's tool rewrites).
+        self._rewrites: dict[str, tuple[HubConfig, ProfileRewrites | None]] = {}
         self.registry = registry if registry is not None else ToolRegistry()
         self.registry.allow_tool_override = config.hub.allow_tool_override
         self.hooks = HookManager()
@@ -429,7 +433,24 @@ class Hub(ServingMixin):
     def _definitions(self, caller: Caller) -> list[dict[str, Any]]:
         tools = self.access.policy(caller).tools
         names = None if tools is None else set(tools)
-        return self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
+        defs = self.registry.get_definitions(names, cache_key=(caller, self.config.fingerprint()))
+        rewrites = self.rewrites_for(caller)
+        return defs if rewrites is None else rewrites.definitions(defs)
+
+    def rewrites_for(self, caller: Caller) -> ProfileRewrites | None:
+        """The tool rewrites of the caller's profile (``[profiles.P.tools]``), if it has any."""
+        profile = caller.profile
+        if profile is None:
+            return None
+        config = self.config
+        cached = self._rewrites.get(profile)
+        if cached is not None and cached[0] is config:
+            return cached[1]
+        settings = config.profiles.get(profile)
+        rewrites = (ProfileRewrites(settings.tools, config.secret_values)
+                    if settings is not None and settings.tools else None)
+        self._rewrites[profile] = (config, rewrites)
+        return rewrites
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
         return run_steps(origins_steps(self))
@@ -446,6 +467,8 @@ class Hub(ServingMixin):
             return cached[1]
         defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
+        if (rewrites := self.rewrites_for(caller)) is not None:
+            origins, servers = rewrites.names(origins), rewrites.names(servers)
         result = ([d for d in defs if origins.get(d["name"]) in ("upstream", "plugin")], servers,
                   available)
         if len(self._catalog_cache) >= 64:
@@ -535,8 +558,11 @@ class Hub(ServingMixin):
             return list(defs)
 
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
-        defs = self._definitions(as_caller(profile))
+        caller = as_caller(profile)
+        defs = self._definitions(caller)
         origins, servers = self._origins_and_servers()
+        if (rewrites := self.rewrites_for(caller)) is not None:
+            origins, servers = rewrites.names(origins), rewrites.names(servers)
         plan = plan_exposure(defs, origins, servers, self.config.tool_search)
         return {
             "mode": self.config.tool_search.mode,
@@ -579,6 +605,7 @@ class Hub(ServingMixin):
         started = time.perf_counter()
         status = "error"
         result: types.CallToolResult | None = None
+        rewrites = self.rewrites_for(caller)
         try:
             with self.telemetry.serve(name, call) as traced:
                 result = await handle_function_call(
@@ -586,19 +613,26 @@ class Hub(ServingMixin):
                     bridge=self.bridge_for(caller),
                     max_result_size_chars=self.config.hub.max_result_size_chars,
                     allow=self.access.tool_filter(caller), call=call,
+                    rewrite=None if rewrites is None else rewrites.translator(call.claims),
                 )
                 traced.done(result)
             status = "error" if result.is_error else "ok"
             return result
-        except UnknownToolError:
+        except UnknownToolError as exc:
             status = "unknown"
             waiting = login_wanted(name, self.config.servers, self.upstreams.statuses())
             allowed = self.access.tool_filter(caller)
             if waiting is None or (allowed is not None and not allowed(name)):
+                if rewrites is not None:  # "did you mean" only from what the profile shows
+                    asked = rewrites.profile_name(exc.name)
+                    shown = [d["name"] for d in self._definitions(caller)]
+                    raise UnknownToolError(asked, difflib.get_close_matches(asked, shown, n=3)
+                                           ) from None
                 raise
             return types.CallToolResult(content=[types.TextContent(text=waiting)], is_error=True)
         finally:
-            entry = self.registry.get_entry(name)
+            entry = self.registry.get_entry(name if rewrites is None
+                                            else rewrites.upstream_name(name))
             server = _server_of_toolset(entry.toolset) if entry else "hub"
             seconds = time.perf_counter() - started
             # Only a registered name becomes a label: made-up names share one series.
@@ -606,7 +640,14 @@ class Hub(ServingMixin):
             self.metrics.observe_call(label, server, status, seconds, time.time(), identity=caller.identity)
             if self.audit.enabled:
                 self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
-                                               seconds, arguments, result))
+                                               seconds, arguments, result),
+                                upstream_tool=self._upstream_name(entry))
+
+    def _upstream_name(self, entry: Any) -> str | None:
+        """The upstream's own name of an upstream tool (it differs when a rewrite renamed it)."""
+        server = server_of_toolset(entry.toolset) if entry is not None else None
+        conn = self.upstreams.connection(server) if server else None
+        return conn.exposed.get(entry.name) if conn is not None else None
 
     # ------------------------------------------------------------------ status
     def status(self, profile: Caller | str | None = None) -> dict[str, Any]:

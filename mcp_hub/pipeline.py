@@ -2,6 +2,8 @@
 
 Order (docs/tools.md, "The call pipeline"):
 
+0. a profile's tool rewrites (``rewrite``, mcp_hub/rewrite/profiles.py) turn the
+   caller's name and arguments into the server-level ones, or refuse the call;
 1. coerce the top-level arguments against the tool's input schema;
 2. bridge tools (``tool_search``/``tool_describe``/``tool_call``) are handed to
    the bridge, which may re-enter this pipeline for the real tool;
@@ -58,6 +60,10 @@ class Reenter(Protocol):
     def __call__(
         self, real_name: str, real_args: dict[str, Any], **context: Any
     ) -> Awaitable[CallToolResult]: ...
+
+
+#: A profile's rewrite step: the server-level (name, arguments), or the call's refusal.
+Rewrite = Callable[[str, dict[str, Any]], "tuple[str, dict[str, Any]] | CallToolResult"]
 
 
 class Bridge(Protocol):
@@ -198,6 +204,7 @@ async def handle_function_call(
     bridge: Bridge | None = None,
     max_result_size_chars: int = DEFAULT_MAX_RESULT_SIZE_CHARS,
     allow: Callable[[str], bool] | None = None,
+    rewrite: Rewrite | None = None,
     **context: Any,
 ) -> CallToolResult:
     """Run one tool call through the whole pipeline; always a ``CallToolResult``.
@@ -211,6 +218,11 @@ async def handle_function_call(
     if args is None:
         args = {}
     bridged = bridge is not None and bridge.handles(name)
+    if rewrite is not None and not bridged:
+        rewritten = rewrite(name, args)
+        if isinstance(rewritten, CallToolResult):
+            return rewritten
+        name, args = rewritten
     if not bridged and allow is not None and not allow(name):
         raise unknown_tool(name, reg, allow)
 
@@ -221,7 +233,7 @@ async def handle_function_call(
     if bridged:
         assert bridge is not None
         return await _bridged_call(name, args, bridge, reg, hooks, max_result_size_chars,
-                                   allow, context)
+                                   allow, rewrite, context)
 
     # 3. unknown tool, validation
     entry = reg.get_entry(name)
@@ -241,7 +253,8 @@ async def handle_function_call(
 
 async def _bridged_call(
     name: str, args: dict[str, Any], bridge: Bridge, reg: ToolRegistry, hooks: HookManager | None,
-    max_result_size_chars: int, allow: Callable[[str], bool] | None, context: dict[str, Any],
+    max_result_size_chars: int, allow: Callable[[str], bool] | None, rewrite: Rewrite | None,
+    context: dict[str, Any],
 ) -> CallToolResult:
     """A bridge tool (``tool_search``/``tool_call``); ``tool_call`` re-enters the pipeline."""
 
@@ -249,7 +262,8 @@ async def _bridged_call(
         # No bridge on re-entry: tool_call cannot call itself recursively.
         return await handle_function_call(
             real_name, real_args, registry=reg, hooks=hooks,
-            max_result_size_chars=max_result_size_chars, allow=allow, **(ctx or context),
+            max_result_size_chars=max_result_size_chars, allow=allow, rewrite=rewrite,
+            **(ctx or context),
         )
 
     result = await bridge.handle(name, args, reenter, **context)

@@ -58,6 +58,10 @@ def definition_steps(hub: Any, caller: Caller) -> Steps[list[dict[str, Any]]]:
     defs = yield from hub.registry.definitions.get_steps(
         None if tools is None else set(tools), cache_key=(caller, hub.config.fingerprint()))
     origins, servers = yield from origins_steps(hub)
+    rewrites = hub.rewrites_for(caller)
+    if rewrites is not None:  # the profile's tool rewrites (mcp_hub/rewrite/profiles.py)
+        defs = rewrites.definitions(defs)
+        origins, servers = rewrites.names(origins), rewrites.names(servers)
     plan = yield from plan_exposure_steps(defs, origins, servers, hub.config.tool_search)
     previous = hub._bridge_active.get(caller)
     hub._bridge_active[caller] = plan.active

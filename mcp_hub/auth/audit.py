@@ -60,8 +60,9 @@ class AuditLog:
     # ---------------------------------------------------------------- records
     def call(self, *, identity: str | None, client_id: str | None, session: str | None, tool: str,
              server: str, outcome: str, seconds: float, arguments: Mapping[str, Any] | None,
-             result_size: int) -> None:
-        """Record one tool call (outcome ``ok``, ``error``, ``denied`` or ``unknown``)."""
+             result_size: int, upstream_tool: str | None = None) -> None:
+        """Record one tool call (outcome ``ok``, ``error``, ``denied`` or ``unknown``);
+        ``upstream_tool``: an upstream tool's own name (a rewrite may expose it under another)."""
         if not self.path:
             return
         args_text = json.dumps(arguments or {}, default=str)
@@ -71,6 +72,8 @@ class AuditLog:
             "duration_ms": round(seconds * 1000.0, 3), "arguments_bytes": len(args_text.encode()),
             "result_bytes": result_size,
         }
+        if upstream_tool is not None:
+            line["upstream_tool"] = upstream_tool
         if self.include_arguments:
             line["arguments"] = self._redacted(arguments or {}, 0)
         self._put(line)

@@ -2,8 +2,8 @@
 
 An :class:`Identity` comes from a static token (``token:NAME``), a verified JWT
 or an introspection answer. Its :attr:`~Identity.attributes` are the strings
-``[[access]]`` rules match (``sub:alice``, ``scope:mcp.read``, ``group:ops``,
-``client:vscode``, ``token:ci``); they travel on the
+``[[access]]`` rules match (``sub:alice``, ``email:alice@example.com``, ``scope:mcp.read``,
+``group:ops``, ``client:vscode``, ``token:ci``); they travel on the
 :class:`~mcp_hub.access.Caller`, so the one enforcement point decides.
 
 An OAuth identity must be named by its token: the claim ``[auth] principal_claim``
@@ -85,6 +85,8 @@ def identity_from_claims(claims: Mapping[str, Any], kind: Kind, groups_claim: st
     attrs = {f"scope:{s}" for s in scopes} | {f"group:{g}" for g in groups}
     if subject:
         attrs.add(f"sub:{subject}")
+    if isinstance(email := claims.get("email"), str) and email:
+        attrs.add(f"email:{email}")  # for rewritten arguments' {identity.email}
     if client_id:
         attrs.add(f"client:{client_id}")
     exp = claims.get("exp")

@@ -37,7 +37,7 @@ logger = logging.getLogger("mcp_hub.downstream")
 
 
 class ToolsDigest:
-    """A digest of the tools one caller sees (names, descriptions, schemas).
+    """A digest of the tools one caller sees (names, titles, descriptions, schemas, annotations).
 
     Two sessions of callers with different rules see different tool sets; when the
     registry or the config changes, a ``tools/list_changed`` goes only to those
@@ -90,8 +90,10 @@ class ToolsDigest:
         hit = self._items.get(id(tool))
         if hit is not None and hit[0] is tool:
             return hit[1]
-        value = hash((tool.name, tool.description,
-                      json.dumps(tool.input_schema, sort_keys=True, default=str)))
+        # Title and annotations too: a rewrite may change only those (mcp_hub/rewrite).
+        annotations = tool.annotations.model_dump(mode="json") if tool.annotations else None
+        value = hash((tool.name, tool.title, tool.description,
+                      json.dumps((tool.input_schema, annotations), sort_keys=True, default=str)))
         self._items[id(tool)] = (tool, value)
         return value
 

@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 from mcp_hub.context import CallContext
 from mcp_hub.naming import exposed_name
+from mcp_hub.redact import known_secrets
+from mcp_hub.rewrite.tool import ArgumentPlan, Refused, rewrite_definition
 from mcp_hub.sanitize import clean_description, clean_tool_definition
 from mcp_hub.upstream.calls import CallsMixin
 from mcp_hub.upstream.conn_state import Kind, ToolRecord
@@ -98,7 +100,8 @@ class CatalogMixin(CallsMixin):
         listing equals the old: the upstream's word is passed on, not second-guessed."""
         changed: set[Kind] = set()
         if "tools" in kinds and self.supports("tools"):
-            new, raw_defs = self._tool_records(await self._list_all(session, "tools"))
+            self.listed = await self._list_all(session, "tools")
+            new, raw_defs = self._tool_records(self.listed)
             blocked = await self._check_pins(raw_defs, new)
             if self._apply_tools(new, blocked):
                 changed.add("tools")
@@ -144,11 +147,13 @@ class CatalogMixin(CallsMixin):
         new: dict[str, ToolRecord] = {}
         taken: dict[str, str] = {}
         raw_defs: dict[str, dict[str, Any]] = {}
+        rules = self.config.tools
         for tool in sorted(tools, key=lambda t: t.name):
             raw = tool.name
-            if not self._wanted(raw) or raw in new:
+            rule = rules.get(raw)
+            if not self._wanted(raw) or raw in new or (rule is not None and rule.hide):
                 continue
-            name = exposed_name(self.prefix, raw, sep, max_len)
+            name = exposed_name(self.prefix, rule.name if rule and rule.name else raw, sep, max_len)
             if name in taken:
                 self.log.warning("upstream %s: tools %r and %r both map to %r; keeping the first",
                                self.name, taken[name], raw, name)
@@ -159,10 +164,14 @@ class CatalogMixin(CallsMixin):
             raw_def.pop("resultType", None)
             raw_defs[raw] = raw_def
             schema = clean_tool_definition(raw_def)
+            if rule is not None:
+                schema = rewrite_definition(schema, rule, known_secrets())
             schema["name"] = name
             ann = tool.annotations
+            # The retry after a lost connection trusts the upstream's own readOnlyHint.
             new[raw] = ToolRecord(raw, name, schema,
-                                  bool(ann is not None and ann.read_only_hint))
+                                  bool(ann is not None and ann.read_only_hint),
+                                  ArgumentPlan.of(name, rule))
         return new, raw_defs
 
     def _apply_tools(self, new: dict[str, ToolRecord], blocked: dict[str, str]) -> bool:
@@ -173,7 +182,7 @@ class CatalogMixin(CallsMixin):
         removed = [r for r in old.values() if r.raw not in new or new[r.raw].exposed != r.exposed]
         changed = [r for r in new.values()
                    if r.raw not in old or old[r.raw].schema != r.schema
-                   or r.exposed in self.rejected]
+                   or old[r.raw].plan != r.plan or r.exposed in self.rejected]
         if not removed and not changed:
             self._mark_blocked(blocked)
             return False
@@ -232,7 +241,7 @@ class CatalogMixin(CallsMixin):
                 f"shadowed by toolset {holder.toolset!r} (later in servers.toml wins)")
             return False
         ok: bool = self.registry.register(
-            rec.exposed, self.toolset, rec.schema, self._handler(rec.raw),
+            rec.exposed, self.toolset, rec.schema, self._handler(rec.raw, rec.plan),
             description=str(rec.schema.get("description") or ""), origin="upstream",
         )
         if ok:
@@ -256,11 +265,29 @@ class CatalogMixin(CallsMixin):
                 for rec in missing:
                     self._register(rec)
 
-    def _handler(self, raw: str) -> Callable[..., Awaitable[types.CallToolResult]]:
-        async def forward(
-            args: dict[str, Any] | None, *, call: CallContext | None = None, **_: Any
-        ) -> types.CallToolResult:
-            return await self.call_tool(raw, args, call)
+    def _handler(self, raw: str, plan: ArgumentPlan | None = None
+                 ) -> Callable[..., Awaitable[types.CallToolResult]]:
+        """The registry's handler of upstream tool ``raw``: the call as the upstream names it.
+
+        With a rewrite of its arguments (``plan``), the client's arguments become the
+        upstream's (mcp_hub.rewrite) first; a refused call never reaches the upstream.
+        """
+        if plan is None:
+            async def forward(
+                args: dict[str, Any] | None, *, call: CallContext | None = None, **_: Any
+            ) -> types.CallToolResult:
+                return await self.call_tool(raw, args, call)
+        else:
+            async def forward(
+                args: dict[str, Any] | None, *, call: CallContext | None = None, **_: Any
+            ) -> types.CallToolResult:
+                try:
+                    claims = call.claims() if plan.templated and call is not None else {}
+                    upstream_args = plan.apply(args, claims)
+                except Refused as exc:
+                    return types.CallToolResult(
+                        content=[types.TextContent(text=str(exc))], is_error=True)
+                return await self.call_tool(raw, upstream_args, call)
 
         forward.__name__ = f"upstream_{self.name}_tool"
         return forward

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
+from mcp_hub.rewrite.tool import ArgumentPlan
 from mcp_hub.upstream.in_flight import InFlightCall
 from mcp_hub.upstream.list_hints import ListHint
 from mcp_hub.upstream.listening import Kind, WatchedUris
@@ -78,6 +79,8 @@ class ToolRecord:
     exposed: str
     schema: dict[str, Any]
     read_only: bool
+    #: How a rewrite turns the client's arguments into the upstream's (mcp_hub.rewrite).
+    plan: ArgumentPlan | None = None
 
 
 class ConnectionState:
@@ -112,6 +115,9 @@ class ConnectionState:
 
         self.tools: dict[str, ToolRecord] = {}
         self.exposed: dict[str, str] = {}  # exposed → raw
+        #: Every tool of the last listing as the upstream sent it (before include, exclude
+        #: and rewrites): what ``mcp-hub check`` holds the rewrites against.
+        self.listed: list[types.Tool] = []
         self.rejected: dict[str, str] = {}
         #: Exposed names hidden because their tool changed since it was pinned (policy block).
         self.pin_blocked: set[str] = set()

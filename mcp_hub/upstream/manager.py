@@ -271,10 +271,11 @@ class UpstreamManager:
                 if server is not None:
                     start.append(name)
             else:
+                rewrites_changed = conn.config.tools != server.tools
                 conn.config = server
                 conn.settings = new.hub
                 conn.hooks.pins = self.pins
-                if name in repin:
+                if name in repin or rewrites_changed:
                     conn.request_refresh("tools")
                 conn.wake()  # a parked server is probed again on reload
         for name in new.servers:
@@ -592,7 +593,9 @@ def _secret_values(config: HubConfig) -> set[str]:
 
 
 def _differs(a: ServerConfig, b: ServerConfig) -> bool:
-    """Whether the connection must restart (a new pin policy only needs a new listing)."""
-    return (a.model_dump(exclude={"pin_policy"}) != b.model_dump(exclude={"pin_policy"})
+    """Whether the connection must restart (a new pin policy or new tool rewrites only
+    need a new listing)."""
+    same = {"pin_policy", "tools"}
+    return (a.model_dump(exclude=same) != b.model_dump(exclude=same)
             or a.search_path != b.search_path)
 

@@ -3,7 +3,8 @@
 Rule: until someone has connected, the server lists one tool, ``PREFIX_connect``,
 whose call starts the connect flow. Once any identity's session has listed the
 upstream's tools, that listing (filtered by ``include``/``exclude``, named with
-the server's prefix) is the server's catalog for every caller, and the
+the server's prefix, rewritten by ``[servers.S.tools]``: docs/rewriting.md) is the
+server's catalog for every caller, and the
 placeholder goes. Tool definitions are not credentials; every call still runs
 on the caller's own session, and a caller who has not connected gets the
 connect elicitation from any of these tools. The newest listing wins.
@@ -19,7 +20,9 @@ import mcp.types as types
 
 from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import exposed_name, upstream_toolset
+from mcp_hub.redact import known_secrets
 from mcp_hub.registry import ToolRegistry
+from mcp_hub.rewrite.tool import ArgumentPlan, rewrite_definition, with_plan
 from mcp_hub.sanitize import clean_tool_definition
 
 __all__ = ["CONNECT_TOOL", "PLACEHOLDER", "Handler", "PerUserCatalog"]
@@ -48,6 +51,7 @@ class PerUserCatalog:
         self._handler = handler
         self.exposed: dict[str, str] = {}  # exposed name -> raw name
         self.listed = False
+        self._plans: dict[str, ArgumentPlan | None] = {}  # raw name -> its argument rewrite
 
     def _exposed(self, raw: str) -> str:
         return exposed_name(self.config.effective_prefix(self.name), raw,
@@ -72,18 +76,26 @@ class PerUserCatalog:
     def update(self, tools: list[types.Tool]) -> None:
         """Adopt a listing from some identity's session as the catalog."""
         defs: dict[str, dict[str, Any]] = {}
+        plans: dict[str, ArgumentPlan | None] = {}
         for tool in sorted(tools, key=lambda t: t.name):
-            if not self._wanted(tool.name):
+            rule = self.config.tools.get(tool.name)
+            if not self._wanted(tool.name) or (rule is not None and rule.hide):
                 continue
             raw_def = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
             raw_def.pop("resultType", None)
             schema = clean_tool_definition(raw_def)
-            schema["name"] = self._exposed(tool.name)
+            if rule is not None:
+                schema = rewrite_definition(schema, rule, known_secrets())
+            schema["name"] = self._exposed(rule.name if rule and rule.name else tool.name)
             defs[tool.name] = schema
+            plans[tool.name] = ArgumentPlan.of(schema["name"], rule)
         self.listed = True
-        self._replace(defs)
+        self._replace(defs, plans)
 
-    def _replace(self, defs: dict[str, dict[str, Any]]) -> None:
+    def _replace(self, defs: dict[str, dict[str, Any]],
+                 plans: dict[str, ArgumentPlan | None] | None = None) -> None:
+        plans = plans or {}
+        old_plans, self._plans = self._plans, plans
         wanted = {str(schema["name"]): raw for raw, schema in defs.items()}
         with self.registry.batch():
             for exposed in list(self.exposed):
@@ -92,9 +104,11 @@ class PerUserCatalog:
             for raw, schema in defs.items():
                 exposed = str(schema["name"])
                 old = self.registry.get_entry(exposed)
-                if old is not None and old.toolset == self.toolset and old.schema == schema:
+                if (old is not None and old.toolset == self.toolset and old.schema == schema
+                        and old_plans.get(raw) == plans.get(raw)):
                     continue
-                if self.registry.register(exposed, self.toolset, schema, self._handler(raw),
+                handler = with_plan(self._handler(raw), plans.get(raw))
+                if self.registry.register(exposed, self.toolset, schema, handler,
                                           description=str(schema.get("description") or ""),
                                           origin="upstream"):
                     self.exposed[exposed] = raw
