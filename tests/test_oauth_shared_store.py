@@ -25,7 +25,7 @@ from mcp_hub.hub import Hub
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.oauth_parts import auth_server, hub_cli, login, protected_server
 from tests.system_services import RedisServer, free_port, redis_server, require_binary
-from tests.test_oauth_upstream import _call, _state, _until_not_ready
+from tests.test_oauth_upstream import _call, _state, _until_needs_login
 
 pytestmark = pytest.mark.anyio
 
@@ -144,7 +144,7 @@ async def test_logout_reaches_every_replica_through_redis(tmp_path: Path,
                     served = calls.read_text().count("\n")
                     out = await anyio.to_thread.run_sync(hub_cli, second, "logout", "prot")
                     assert out.returncode == 0 and "deleted from Redis at" in out.stderr
-                    took = [await _until_not_ready(hub) for hub in (hub_a, hub_b)]
+                    took = [await _until_needs_login(hub) for hub in (hub_a, hub_b)]
                     for hub in (hub_a, hub_b):
                         assert _state(hub) == "needs_login"
                         ok, text = await _call(hub)

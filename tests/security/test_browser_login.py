@@ -50,6 +50,10 @@ RULES = '[[access]]\nmatch = "sub:alice"\n\n[[access]]\nmatch = "sub:mallory"\n\
         '[[access]]\nmatch = "token:ops"\n'
 
 
+#: The audience tokens are issued for (the hub's configured ``[auth] audience``).
+AUDIENCE = "https://hub.test/mcp"
+
+
 def _config(tmp: Path, issuer: str, *, upstream: str | None = None, rules: str = RULES) -> Path:
     path = tmp / "servers.toml"
     server = (f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
@@ -58,7 +62,8 @@ def _config(tmp: Path, issuer: str, *, upstream: str | None = None, rules: str =
         f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
         f'[hub.http]\nauth_tokens = [{{ name = "ops", token = "{OPS}" }}, '
         f'{{ name = "ci", token = "{CI}" }}]\n\n{server}'
-        f'[auth]\nissuer = "{issuer}"\n\n[auth.browser]\nclient_id = "hub-browser"\n\n{rules}')
+        f'[auth]\nissuer = "{issuer}"\naudience = "{AUDIENCE}"\n\n'
+        f'[auth.browser]\nclient_id = "hub-browser"\n\n{rules}')
     return path
 
 
@@ -67,7 +72,7 @@ def _text(result: types.CallToolResult) -> str:
 
 
 async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
-    token = await auth.token(sub=sub, aud=f"{hub.base}/mcp", scope="mcp")
+    token = await auth.token(sub=sub, aud=AUDIENCE, scope="mcp")
     return {"Authorization": f"Bearer {token}"}
 
 
