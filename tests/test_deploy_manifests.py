@@ -272,7 +272,7 @@ def test_image_config_refuses_to_serve_without_a_token(
         proc = subprocess.run(
             [sys.executable, "-m", "mcp_hub", "serve", "--transport", "http", "--host",
              "0.0.0.0", "--port", "0", "--config", str(config)],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=10,
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,  # a loaded machine
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
