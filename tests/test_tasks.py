@@ -31,7 +31,17 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from pydantic import BaseModel, ConfigDict
 
-from tests.hubtest import EVERYTHING, PY, ROOT, http_hub, hub_env, write_config
+from tests.everything_cases import Client
+from tests.hubtest import (
+    EVERYTHING,
+    PY,
+    ROOT,
+    http_hub,
+    http_session,
+    hub_env,
+    stdio_hub,
+    write_config,
+)
 from tests.test_everything import everything_http
 
 pytestmark = [
@@ -193,3 +203,39 @@ async def test_another_session_cannot_see_or_touch_a_task(tmp_path: Path) -> Non
         cancelled = await owner.rpc("tasks/cancel", {"taskId": task_id})
         assert cancelled["taskId"] == task_id and cancelled["status"] == "cancelled"
 
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_async_sampling_and_elicitation_tools_are_offered_and_answered(
+        tmp_path: Path, transport: str) -> None:
+    """The hub's upstream session takes task-augmented sampling and elicitation, so
+    server-everything offers its async tools; their requests reach the calling client
+    (plainly: the hub answers them at once) and the client's answers come back."""
+    client = Client()
+
+    async def run(session: ClientSession) -> None:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert {"trigger-sampling-request-async", "trigger-elicitation-request-async"} <= names
+        with anyio.fail_after(60):
+            sampled = await session.call_tool("trigger-sampling-request-async",
+                                              {"prompt": "async through the hub", "maxTokens": 9})
+        text = sampled.content[0].text  # type: ignore[union-attr]
+        assert text.startswith("[SYNC]") and "Hi, hub." in text, text
+        assert "async through the hub" in str(client.sampled[-1])
+        assert "task" not in client.sampled[-1]
+        with anyio.fail_after(60):
+            elicited = await session.call_tool("trigger-elicitation-request-async", {})
+        text = elicited.content[0].text  # type: ignore[union-attr]
+        assert text.startswith("[SYNC]") and "Ada Lovelace" in text, text
+        assert client.elicited and "task" not in client.elicited[-1]
+
+    if transport == "stdio":
+        async with stdio_hub(_config(tmp_path, "stdio"), **client.kwargs()) as session:
+            await run(session)
+        return
+    async with (
+        everything_http(tmp_path) as url,
+        http_hub(_config(tmp_path, url), tmp_path) as hub,
+        http_session(hub.mcp_url, **client.kwargs()) as session,
+    ):
+        await run(session)
