@@ -14,6 +14,7 @@ these requests as plain JSON-RPC.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -239,3 +240,24 @@ async def test_async_sampling_and_elicitation_tools_are_offered_and_answered(
         http_session(hub.mcp_url, **client.kwargs()) as session,
     ):
         await run(session)
+
+
+async def test_the_bridge_describes_execution_and_tool_call_runs_a_task(tmp_path: Path) -> None:
+    """With tool_search bridging, ``tool_describe`` shows a tool's ``execution`` and a
+    task-augmented ``tool_call`` starts the upstream's task under a hub id."""
+    config = write_config(tmp_path, f'[servers.ev]\ncommand = "{EVERYTHING}"\nargs = ["stdio"]\n'
+                                    'prefix = ""\n\n[tool_search]\nmode = "on"\n')
+    async with stdio_task_client(_hub_params(config)) as client:
+        described = await client.rpc("tools/call", {"name": "tool_describe",
+                                                    "arguments": {"names": [RESEARCH]}})
+        tool = json.loads(described["content"][0]["text"])["tools"][0]
+        assert tool["execution"] == {"taskSupport": "required"}, tool
+        answer = await client.rpc("tools/call", {
+            "name": "tool_call", "arguments": {"name": RESEARCH, "arguments": {"topic": "bridged"}},
+            "task": {"ttl": 60_000}})
+        task_id = answer["task"]["taskId"]
+        assert task_id.startswith("ev/"), answer
+        with anyio.fail_after(60):
+            assert (await _until_done(client, task_id))["status"] == "completed"
+        result = await client.rpc("tasks/result", {"taskId": task_id})
+        assert "Research Report: bridged" in result["content"][0]["text"]
