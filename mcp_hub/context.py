@@ -77,6 +77,11 @@ class CallContext:
     #: The :class:`mcp_hub.access.Caller` the Hub runs this call for (``hub_status`` shows
     #: only what it reaches).
     caller: Any = None
+    #: The ``task`` parameter of a task-augmented ``tools/call`` (2025-11-25 tasks), passed on
+    #: to the upstream; the upstream's name and its ``CreateTaskResult`` land in
+    #: :attr:`created_task`.
+    task: dict[str, Any] | None = None
+    created_task: tuple[str, dict[str, Any]] | None = None
 
     def claims(self) -> dict[str, str]:
         """The identity claims a rewritten argument may use: ``sub``, ``email``, ``name``

@@ -36,7 +36,7 @@ from mcp_hub.drain import Drain
 from mcp_hub.eras.held import LocalHeldRounds
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.flights import Flights
-from mcp_hub.hub_serving import ServingMixin
+from mcp_hub.hub_serving import ServingMixin, with_task_id
 from mcp_hub.log_levels import below_level, client_log_level
 from mcp_hub.metrics import UNKNOWN_TOOL, Metrics
 from mcp_hub.naming import server_of_toolset
@@ -55,6 +55,7 @@ from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
 from mcp_hub.steps import run_steps, run_steps_sliced
+from mcp_hub.tasks import TaskBook
 from mcp_hub.telemetry import reconfigure_telemetry, start_telemetry, stop_telemetry
 from mcp_hub.tool_listing import definition_steps, origins_steps
 from mcp_hub.tool_models import ToolModels
@@ -203,6 +204,8 @@ class Hub(ServingMixin):
                                       max_rounds=config.hub.max_input_rounds)
         #: Resource subscriptions: uri -> connections that asked for it (see ServingMixin).
         self.resource_subscribers: dict[str, list[Any]] = {}
+        self.tasks = TaskBook()
+        self.upstreams.on_task_status = self.task_status
         #: State shared with other replicas ([state] url; embedded without one).
         self.state: StateBackend = open_state(config.state.url)
         self.per_user.state = self.state  # connect links and flows, shared by replicas
@@ -589,6 +592,27 @@ class Hub(ServingMixin):
         with self.drain.call():
             return await self._call_tool(name, arguments, call, caller=as_caller(profile))
         return self.drain.cancelled(name)
+
+    async def call_tool_task(
+        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any],
+        call: CallContext, *, profile: Caller | str | None, owner: str, listener: Any = None,
+    ) -> dict[str, Any] | types.CallToolResult:
+        """A task-augmented ``tools/call`` (2025-11-25 tasks) through the whole pipeline.
+
+        ``task`` goes to the upstream with the call. When the upstream answers with a
+        task, the hub records it for ``owner`` (mcp_hub.tasks) and answers with the
+        hub's own task id; a tool that ran at once (a builtin, an upstream that ignores
+        ``task``) gives its result as usual.
+        """
+        call.task = task
+        result = await self.call_tool(name, arguments, call, profile=profile)
+        if call.created_task is None:
+            return result
+        server, answer = call.created_task
+        created = answer["task"]
+        upstream_id = str(created.get("taskId"))
+        hub_id = self.tasks.add(server, upstream_id, owner, created.get("ttl"), listener)
+        return with_task_id(answer, upstream_id, hub_id)
 
     async def _call_tool(
         self, name: str, arguments: dict[str, Any] | None, call: CallContext | None,

@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from mcp import types
+from mcp.shared.exceptions import MCPError
 
 from mcp_hub.access import AccessControl, Caller, OpsView, remember_caller
 from mcp_hub.context import CallContext
@@ -20,11 +21,20 @@ from mcp_hub.log_levels import client_log_level, most_verbose, set_client_log_le
 from mcp_hub.metrics import Metrics
 from mcp_hub.sessions import SessionTracker
 from mcp_hub.startup import StartupGate
+from mcp_hub.tasks import TaskBook, TaskRecord
 
 if TYPE_CHECKING:
     from mcp_hub.upstream import UpstreamManager, UpstreamStatus
 
-__all__ = ["ServingMixin"]
+__all__ = ["RELATED_TASK", "ServingMixin", "with_task_id"]
+
+#: The ``_meta`` key that ties a message to a task (2025-11-25 tasks).
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: The one answer for a task id the caller may not use: unknown, expired, another
+#: identity's or another session's (nothing tells them apart).
+UNKNOWN_TASK = "Unknown task id"
+#: Pages of an upstream's ``tasks/list`` read for one downstream ``tasks/list``.
+MAX_TASK_PAGES = 20
 
 logger = logging.getLogger("mcp_hub.hub")
 
@@ -37,6 +47,8 @@ class ServingMixin:
     startup: StartupGate
     sessions: SessionTracker
     metrics: Metrics
+    #: The upstreams' tasks the hub's clients started (mcp_hub.tasks).
+    tasks: TaskBook
     #: Resource subscriptions: uri -> connections that asked for it (changed only here).
     resource_subscribers: dict[str, list[Any]]
 
@@ -149,3 +161,86 @@ class ServingMixin:
             if chosen:
                 levels.append(chosen)
         await self.upstreams.set_logging_level(most_verbose(levels))  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ tasks
+    def _task_of(self, caller: Caller, owner: str, task_id: Any) -> tuple[TaskRecord, Any]:
+        """The owner's task and its upstream connection; an unknown id, another owner's
+        task and a server the caller may not use all get the same error."""
+        record = self.tasks.find(task_id, owner) if isinstance(task_id, str) else None
+        conn = None
+        if record is not None:
+            policy = self.access.policy(caller)
+            if policy.unrestricted or policy.server(record.server):
+                conn = self.upstreams.connection(record.server)
+        if record is None or conn is None:
+            raise MCPError(types.INVALID_PARAMS, UNKNOWN_TASK)
+        return record, conn
+
+    async def task_request(self, caller: Caller, owner: str, method: str,
+                           params: dict[str, Any], call: CallContext | None
+                           ) -> dict[str, Any]:
+        """``tasks/get``, ``tasks/result`` or ``tasks/cancel`` for the owner's task, sent
+        to the upstream that runs it with the upstream's own id; ids in the answer become
+        the hub's again."""
+        hub_id = params.get("taskId")
+        record, conn = self._task_of(caller, owner, hub_id)
+        answer = await conn.raw_request(method, {**params, "taskId": record.upstream_id}, call)
+        return with_task_id(answer, record.upstream_id, str(hub_id))
+
+    async def list_tasks(self, caller: Caller, owner: str, call: CallContext | None
+                         ) -> dict[str, Any]:
+        """``tasks/list``: the owner's tasks only, as their upstreams list them now."""
+        mine = self.tasks.owned(owner)
+        hub_ids = {(r.server, r.upstream_id): hub_id for hub_id, r in mine.items()}
+        listed: list[dict[str, Any]] = []
+        for server in sorted({r.server for r in mine.values()}):
+            conn = self.upstreams.connection(server)
+            if conn is None:
+                continue
+            cursor: Any = None
+            for _ in range(MAX_TASK_PAGES):
+                try:
+                    page = await conn.raw_request(
+                        "tasks/list", {} if cursor is None else {"cursor": cursor}, call)
+                except MCPError as exc:
+                    logger.info("tasks/list at %s failed: %s", server, exc.message)
+                    break
+                for task in page.get("tasks") or ():
+                    hub_id = hub_ids.get((server, task.get("taskId")))
+                    if hub_id is not None:
+                        listed.append({**task, "taskId": hub_id})
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    break
+        return {"tasks": listed}
+
+    async def task_status(self, server: str, params: dict[str, Any]) -> None:
+        """An upstream's ``notifications/tasks/status``: to the task's owner, hub id in."""
+        upstream_id = params.get("taskId")
+        found = self.tasks.by_upstream(server, upstream_id) if isinstance(upstream_id, str) else None
+        if found is None:
+            return
+        hub_id, _ = found
+        conn = self.tasks.listener(hub_id)
+        if conn is None:
+            return
+        try:
+            await conn.notify("notifications/tasks/status", {**params, "taskId": hub_id})
+        except Exception:
+            logger.debug("task status to a closed session dropped", exc_info=True)
+
+
+def with_task_id(answer: dict[str, Any], upstream_id: str, hub_id: str) -> dict[str, Any]:
+    """``answer`` with the upstream's task id replaced by the hub's: the ``taskId``
+    field, a ``task`` object's, and the related-task ``_meta`` entry."""
+    out = dict(answer)
+    if out.get("taskId") == upstream_id:
+        out["taskId"] = hub_id
+    task = out.get("task")
+    if isinstance(task, dict) and task.get("taskId") == upstream_id:
+        out["task"] = {**task, "taskId": hub_id}
+    meta = out.get("_meta")
+    related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+    if isinstance(meta, dict) and isinstance(related, dict) and related.get("taskId") == upstream_id:
+        out["_meta"] = {**meta, RELATED_TASK: {**related, "taskId": hub_id}}
+    return out

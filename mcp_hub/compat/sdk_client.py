@@ -15,12 +15,13 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.shared import jsonrpc_dispatcher as _jsonrpc_dispatcher
+from mcp.shared.dispatcher import CallOptions
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from mcp_hub.compat.hooks import LEAN_CALL, feature_ok
 
-__all__ = ["allocate_id", "dispatcher_open", "lean_dispatcher", "pending_table", "stamp",
-           "write_stream"]
+__all__ = ["allocate_id", "dispatcher_open", "lean_dispatcher", "pending_table", "send_raw",
+           "stamp", "write_stream"]
 
 #: What the dispatcher must have for the lean path to use it.
 _NEEDED = ("_pending", "_allocate_id", "_running", "_closed", "_write_stream", "notify")
@@ -75,3 +76,22 @@ def write_stream(dispatcher: JSONRPCDispatcher[Any]) -> Any:
 def stamp(session: ClientSession, data: dict[str, Any], opts: Any) -> None:
     """Stamp a request as the session would (protocol headers, era fields)."""
     session._stamp(data, opts)  # type: ignore[attr-defined]
+
+
+async def send_raw(session: ClientSession, method: str, params: dict[str, Any],
+                   on_progress: Any = None) -> dict[str, Any]:
+    """Send ``method`` on the session's dispatcher and return the answer's result as sent.
+
+    For requests whose answer the SDK's typed ``send_request`` would refuse: a
+    task-augmented ``tools/call`` is answered with a ``CreateTaskResult``, which the
+    ``tools/call`` result surface does not describe, and ``tasks/*`` answers are passed
+    on whole. Errors are raised as ``MCPError``, as ``send_request`` raises them.
+    """
+    data: dict[str, Any] = {"method": method, "params": params}
+    opts: CallOptions = {}
+    session._stamp(data, opts)  # type: ignore[attr-defined]
+    if on_progress is not None:
+        opts["on_progress"] = on_progress
+    dispatcher = session._dispatcher
+    result: dict[str, Any] = await dispatcher.send_raw_request(method, data.get("params"), opts)
+    return result

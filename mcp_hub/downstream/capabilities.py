@@ -14,6 +14,9 @@ the same thing, and only what the hub really serves:
   stream to a 2026-07-28 one);
 * ``completions`` when at least one upstream offers them (the hub forwards
   ``completion/complete`` to the owner of the prompt or template);
+* ``tasks`` (2025-11-25: task-augmented ``tools/call``, ``tasks/list``, ``tasks/cancel``)
+  when at least one upstream runs tool calls as tasks (the hub routes every
+  ``tasks/*`` request to the upstream that owns the task: :mod:`mcp_hub.tasks`);
 * ``listChanged`` on every list the hub advertises: it forwards every change.
 
 ``server/discover`` waits, like the lists, for the upstreams' first
@@ -38,7 +41,14 @@ __all__ = ["DiscoverAfterStartup", "merge_upstreams", "upstream_features"]
 
 
 #: The features an upstream contributes to the hub's own capabilities.
-FEATURES = ("prompts", "resources", "subscribe", "completions")
+FEATURES = ("prompts", "resources", "subscribe", "completions", "tasks")
+
+
+#: The hub's ``tasks`` capability: it serves all of it once an upstream runs tool tasks.
+TASKS = types.ServerTasksCapability(
+    list=types.TasksListCapability(), cancel=types.TasksCancelCapability(),
+    requests=types.ServerTasksRequestsCapability(
+        tools=types.TasksToolsCapability(call=types.TasksCallCapability())))
 
 
 def upstream_features(connections: Iterable[Any]) -> set[str]:
@@ -61,6 +71,9 @@ def upstream_features(connections: Iterable[Any]) -> set[str]:
                 found.add("subscribe")
         if caps.completions is not None:
             found.add("completions")
+        if caps.tasks is not None and caps.tasks.requests is not None \
+                and caps.tasks.requests.tools is not None:
+            found.add("tasks")
     return found
 
 
@@ -77,6 +90,8 @@ def merge_upstreams(own: types.ServerCapabilities, features: set[str]
         update["resources"] = own.resources.model_copy(update={"subscribe": subscribe})
     if "completions" not in features:
         update["completions"] = None
+    if "tasks" in features:
+        update["tasks"] = TASKS
     return own.model_copy(update=update)
 
 

@@ -164,8 +164,8 @@ class StdioFastPath(JsonRpcDownstream):
         arguments = params.get("arguments", {})
         meta = params.get("_meta")
         if not isinstance(name, str) or not isinstance(arguments, dict) or (
-                meta is not None and not isinstance(meta, dict)):
-            return False
+                meta is not None and not isinstance(meta, dict)) or "task" in params:
+            return False  # a task-augmented call: the SDK path (mcp_hub.tasks)
         token = meta.get("progressToken") if meta else None
         if token is not None and not is_request_id(token):
             return False

@@ -340,6 +340,8 @@ class HttpFastPath:
         if (not isinstance(name, str) or not isinstance(arguments, dict)
                 or (meta is not None and (not isinstance(meta, dict) or "progressToken" in meta))):
             return False  # a progress token needs the stream: the SDK path serves it
+        if "task" in params:
+            return False  # a task-augmented call: the SDK path (mcp_hub.tasks)
         key = (session.sid, str(rid))
         if key in self.calls:
             return False

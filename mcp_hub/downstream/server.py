@@ -8,16 +8,18 @@ SSE. Handlers do as little as possible on the hot path — tools/call builds a
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp import types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.access import Caller, remember_caller
 from mcp_hub.compat.sdk_modules import SdkOtelMiddleware
-from mcp_hub.downstream.call_context import connection_of
+from mcp_hub.downstream.call_context import SessionCallContext, connection_of
 from mcp_hub.downstream.capabilities import (
     DiscoverAfterStartup,
     merge_upstreams,
@@ -126,6 +128,45 @@ class _Handlers:
             content=[types.TextContent(text="the client went away; the call was cancelled")],
             is_error=True)
 
+    def task_owner(self, ctx: Ctx) -> tuple[str, Any]:
+        """Who owns a task started by this request: the caller's identity and its
+        downstream session (its HTTP session id, else the connection); and the
+        connection told of the task's status changes."""
+        conn = connection_of(ctx)
+        session = getattr(conn, "session_id", None) or f"connection:{id(conn)}"
+        return f"{self.who(ctx).identity or ''}\n{session}", conn
+
+    async def call_task(self, ctx: Ctx) -> dict[str, Any]:
+        """A task-augmented ``tools/call``: the pipeline as for any call, the upstream's
+        task under the hub's own id (mcp_hub.tasks)."""
+        params = types.CallToolRequestParams.model_validate(ctx.params or {}, by_name=False)
+        assert params.task is not None
+        hub = self.hub
+        conn = _track(hub, ctx, self.who(ctx))
+        owner, listener = self.task_owner(ctx)
+        call = SessionCallContext(ctx, params.name, hub)
+        with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
+            answer = await hub.call_tool_task(
+                params.name, params.arguments, params.task.model_dump(by_alias=True, exclude_none=True),
+                call, profile=self.who(ctx), owner=owner, listener=listener)
+        if isinstance(answer, dict):
+            return answer
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def task_request(self, ctx: Ctx, params: types.RequestParams) -> dict[str, Any]:
+        """``tasks/get``, ``tasks/result``, ``tasks/cancel``: routed to the task's upstream."""
+        owner, _ = self.task_owner(ctx)
+        body = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        body.pop("_meta", None)
+        call = SessionCallContext(ctx, ctx.method, self.hub)
+        return await self.hub.task_request(self.who(ctx), owner, ctx.method, body, call)
+
+    async def list_tasks(self, ctx: Ctx, params: types.PaginatedRequestParams) -> dict[str, Any]:
+        """``tasks/list``: this caller's tasks in this session, over every upstream."""
+        owner, _ = self.task_owner(ctx)
+        return await self.hub.list_tasks(self.who(ctx), owner, SessionCallContext(ctx, ctx.method,
+                                                                                  self.hub))
+
     async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(self.hub, ctx, self.who(ctx))
         return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.who(ctx)),
@@ -198,6 +239,21 @@ class _Handlers:
             self.hub.watch_client_roots(connection_of(ctx))
 
 
+class TaskCalls:
+    """Server middleware: a ``tools/call`` with a ``task`` goes to ``call_task``."""
+
+    def __init__(self, call_task: Callable[[Ctx], Awaitable[dict[str, Any]]]) -> None:
+        self.call_task = call_task
+
+    async def __call__(self, ctx: Ctx, call_next: CallNext) -> HandlerResult:
+        params = ctx.params
+        if (ctx.method == "tools/call" and isinstance(params, Mapping)
+                and params.get("task") is not None
+                and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS):
+            return await self.call_task(ctx)
+        return await call_next(ctx)
+
+
 def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     """Build the MCP server that exposes ``hub`` (restricted to ``profile`` if given)."""
     if profile is not None and profile not in hub.config.profiles:
@@ -240,6 +296,13 @@ def build_server(hub: Hub, profile: str | None = None) -> HubServer:
     install_state_boundary(server, hub.rounds.ttl, hub.config.hub.http.session_secret)
     server.middleware.append(DiscoverAfterStartup(hub.wait_lists))
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, h.set_level)
+    # 2025-11-25 tasks (mcp_hub.tasks): a task-augmented tools/call is answered before the
+    # SDK's tools/call result check, which knows no CreateTaskResult.
+    server.middleware.append(TaskCalls(h.call_task))
+    server.add_request_handler("tasks/get", types.GetTaskRequestParams, h.task_request)
+    server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, h.task_request)
+    server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, h.task_request)
+    server.add_request_handler("tasks/list", types.PaginatedRequestParams, h.list_tasks)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
     server.add_notification_handler(
         "notifications/roots/list_changed", types.NotificationParams, h.roots_changed

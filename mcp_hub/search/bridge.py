@@ -255,7 +255,7 @@ class ToolSearchBridge:
                 "description": str(d.get("description") or ""),
                 "inputSchema": d.get("inputSchema") or {"type": "object"},
             }
-            for extra in ("title", "annotations", "outputSchema"):
+            for extra in ("title", "annotations", "outputSchema", "execution"):
                 if d.get(extra):
                     described[extra] = d[extra]
             tools.append(described)

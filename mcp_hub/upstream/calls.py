@@ -24,7 +24,7 @@ from mcp_hub.telemetry import client_span, progress_event
 from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState
 from mcp_hub.upstream.failures import CallLost, validation_summary
 from mcp_hub.upstream.in_flight import InFlightCall, current_call
-from mcp_hub.upstream.lean_call import send_call
+from mcp_hub.upstream.lean_call import RawRequest, send_call
 from mcp_hub.upstream.lenient import declaring
 from mcp_hub.upstream.relay_order import RelayBarrier
 from mcp_hub.upstream.status import ServerState
@@ -36,6 +36,27 @@ ResultT = TypeVar("ResultT", bound=BaseModel)
 
 #: Upstream errors of a ``tools/call`` passed to the client as JSON-RPC errors.
 _PASSED_ON = frozenset((types.URL_ELICITATION_REQUIRED, types.MISSING_REQUIRED_CLIENT_CAPABILITY))
+
+
+def _call_request(raw: str, args: dict[str, Any] | None, call: CallContext | None) -> Any:
+    """The upstream ``tools/call``: typed, or plain JSON when the client asked for a task."""
+    if call is None or call.task is None:
+        return types.CallToolRequest(params=types.CallToolRequestParams(name=raw, arguments=args))
+    body: dict[str, Any] = {"name": raw, "task": call.task}
+    if args is not None:
+        body["arguments"] = args
+    return RawRequest("tools/call", body)
+
+
+def _call_result(answer: Any, call: CallContext | None, server: str) -> types.CallToolResult:
+    """A task-augmented call's ``CreateTaskResult`` goes to ``call.created_task``; the
+    pipeline goes on with an empty result in its place (the downstream answers the task)."""
+    if not isinstance(answer, dict):
+        return answer  # type: ignore[no-any-return]
+    if isinstance(answer.get("task"), dict) and call is not None:
+        call.created_task = (server, answer)
+        return types.CallToolResult(content=[])
+    return types.CallToolResult.model_validate(answer)
 
 
 class CallsMixin(ConnectionState):
@@ -72,12 +93,11 @@ class CallsMixin(ConnectionState):
             if session is None:
                 return self._error_result(
                     f"{self._unavailable()}; tool '{raw}' was not called.")
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=raw, arguments=args))
+        request = _call_request(raw, args, call)
         for attempt in (1, 2):
             try:
-                result = await self._send(session, request, types.CallToolResult, call,
-                                          config.timeout, hard_deadline)
+                result = _call_result(await self._send(session, request, types.CallToolResult,
+                                                       call, config.timeout, hard_deadline), call, self.name)
             except TimeoutError:
                 return self._error_result(
                     f"Server '{self.name}' did not answer tool '{raw}' within "
@@ -112,6 +132,27 @@ class CallsMixin(ConnectionState):
                 return self._error_result(redact(exc.message))
             return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def raw_request(self, method: str, body: dict[str, Any],
+                          call: CallContext | None = None) -> dict[str, Any]:
+        """Send ``method`` with ``body`` and return the answer as sent (``tasks/*``)."""
+        config = self.config
+        session = self._live() or await self.wait_session(
+            min(config.timeout, config.connect_timeout))
+        if session is None:
+            raise MCPError(types.INTERNAL_ERROR, f"{self._unavailable()}; {method} failed.")
+        start = anyio.current_time()
+        try:
+            answer: Any = await self._send(
+                session, RawRequest(method, body), types.Result, call, config.timeout,
+                start + config.max_call_seconds)
+        except TimeoutError:
+            raise MCPError(types.REQUEST_TIMEOUT, f"Server '{self.name}' did not answer "
+                           f"{method} within {config.timeout:g} s") from None
+        except CallLost as exc:
+            raise MCPError(types.INTERNAL_ERROR, f"Server '{self.name}' connection was lost "
+                           f"during {method}: {exc}") from None
+        return dict(answer)
 
     async def request(
         self,

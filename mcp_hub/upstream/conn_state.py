@@ -69,6 +69,8 @@ class ConnectionHooks:
     #: ``adopt_early(name, argv, env, cwd)``: the Hub's process started early for this
     #: server, if it was started exactly so (mcp_hub.prespawn); None adopts nothing.
     adopt_early: AdoptEarly | None = None
+    #: ``task_status(server, params)``: the upstream's ``notifications/tasks/status``.
+    task_status: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
 
 
 @dataclass(slots=True)

@@ -39,8 +39,10 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+from mcp.client.extension import NotificationBinding
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ConfigDict
 
 from mcp_hub.bursts import settle_burst
 from mcp_hub.redact import redact
@@ -71,6 +73,12 @@ PARK_PROBE_SECONDS = 300.0
 REFRESH_DEBOUNCE = 0.02
 #: A list_changed this long after the previous refresh starts a new burst (no wait).
 REFRESH_IDLE = 0.25
+
+
+class _TaskStatus(BaseModel):
+    """A ``notifications/tasks/status``'s params, kept whole (they are relayed as sent)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class ServerConnection(CatalogMixin, RelaysMixin):
@@ -173,6 +181,9 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                     list_roots_callback=self._on_list_roots,
                     logging_callback=self._on_log,
                     message_handler=self._on_message,
+                    notification_bindings=[NotificationBinding(
+                        method="notifications/tasks/status", params_type=_TaskStatus,
+                        handler=self._on_task_status)],
                     client_info=types.Implementation(
                         name=self.hooks.client_name, version=self.hooks.client_version
                     ),
@@ -211,6 +222,15 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 + (f": {self._lost_reason}" if self._lost_reason else "")
             )
         return ready
+
+    async def _on_task_status(self, params: _TaskStatus) -> None:
+        """The upstream's task status change: to the Hub, which knows the task's owner."""
+        relay = self.hooks.task_status
+        if relay is not None:
+            try:
+                await relay(self.name, dict(params.model_extra or {}))
+            except Exception:
+                self.log.exception("upstream %s: task status relay failed", self.name)
 
     def _go_down(self) -> None:
         """The session is gone: forget it and take this server's tools out of the registry."""

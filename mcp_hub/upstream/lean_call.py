@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -55,7 +56,7 @@ from mcp_hub.compat.sdk_modules import later_revision_fields
 from mcp_hub.upstream.modern import is_modern, send_resolving_rounds
 from mcp_hub.upstream.stdio_write import StdinWriteStream
 
-__all__ = ["lean_dispatcher", "send_call"]
+__all__ = ["RawRequest", "lean_dispatcher", "send_call"]
 
 logger = logging.getLogger("mcp_hub.upstream")
 
@@ -64,6 +65,20 @@ CANCEL_WRITE_SECONDS = 5.0
 #: Params of a ``tools/call`` the lean path writes itself; any other set field → SDK path.
 _PLAIN_FIELDS = frozenset(("name", "arguments", "meta"))
 _CLOSED = "Connection closed"
+
+
+@dataclass
+class RawRequest:
+    """A request whose answer is passed on as the upstream sent it (a plain dict).
+
+    A task-augmented ``tools/call`` (answered with a ``CreateTaskResult``) and the
+    ``tasks/*`` requests: the hub routes them and rewrites task ids, nothing more.
+    """
+
+    method: str
+    body: dict[str, Any]
+    #: No typed params: the telemetry span and the lean path leave the request alone.
+    params: None = None
 
 
 class _Waiter:
@@ -100,6 +115,8 @@ async def send_call(
     progress_callback: ProgressFnT | None = None,
 ) -> Any:
     """``tools/call`` on the lean path when it applies, else the SDK's (rounds and all)."""
+    if isinstance(request, RawRequest):
+        return await sdk_client.send_raw(session, request.method, request.body, progress_callback)
     dispatcher = lean_dispatcher(session) if isinstance(request, types.CallToolRequest) else None
     params = request.params if dispatcher is not None else None
     if dispatcher is None or params is None or not _PLAIN_FIELDS.issuperset(

@@ -98,6 +98,8 @@ class LenientDispatcher(JSONRPCDispatcher[Any]):
         self, method: str, params: Mapping[str, Any] | None,
         opts: CallOptions | None = None, *, _related_request_id: RequestId | None = None,
     ) -> dict[str, Any]:
+        if method == "initialize" and params is not None:
+            params = with_task_requests(params)
         declared = _declared.get()
         if declared is not None and params is not None and self.modern():
             params = _narrowed(params, declared)
@@ -115,6 +117,22 @@ class LenientDispatcher(JSONRPCDispatcher[Any]):
             logger.info("upstream %s: %s answered without resultType; read as %r (the "
                         "specification's meaning of an absent resultType)",
                         self.server or "?", method, COMPLETE)
+
+
+#: What the hub's upstream session says of task-augmented requests it receives
+#: (2025-11-25): it takes sampling and elicitation requests with a ``task``. It
+#: answers them at once, with the calling client's answer (``mcp_hub.upstream.relays``),
+#: which the specification lets a receiver do; a server's async tools that need the
+#: declaration are then offered and work through the hub.
+TASK_REQUESTS: dict[str, Any] = {"requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}}
+
+
+def with_task_requests(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``initialize`` params whose client capabilities take task-augmented requests."""
+    caps = params.get("capabilities")
+    caps = dict(caps) if isinstance(caps, Mapping) else {}
+    caps.setdefault("tasks", TASK_REQUESTS)
+    return {**params, "capabilities": caps}
 
 
 def upstream_session(read: Any, write: Any, *, server: str, **options: Any) -> ClientSession:

@@ -101,6 +101,8 @@ class UpstreamManager:
         self._log_level: types.LoggingLevel | None = None
         #: What an upstream's roots/list outside any call is answered with (set by the Hub).
         self.roots_provider: Callable[[], types.ListRootsResult] | None = None
+        #: ``on_task_status(server, params)``: an upstream task's status changed (set by the Hub).
+        self.on_task_status: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
         #: Where this manager's secret values go (a Hub passes its own set's ``add``).
         self.remember_secrets = remember_secrets
         #: The Hub's early-started processes, offered to each stdio connection.
@@ -131,6 +133,7 @@ class UpstreamManager:
             pins=self.pins,
             roots=self._roots_answer,
             adopt_early=self.adopt_early,
+            task_status=self._task_status,
         )
 
     def _roots_answer(self) -> types.ListRootsResult:
@@ -383,6 +386,10 @@ class UpstreamManager:
     async def _resource_updated(self, uri: str) -> None:
         if self.on_resource_updated is not None:
             await self.on_resource_updated(uri)
+
+    async def _task_status(self, server: str, params: dict[str, Any]) -> None:
+        if self.on_task_status is not None:
+            await self.on_task_status(server, params)
 
     async def _log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         if self.on_log is not None:

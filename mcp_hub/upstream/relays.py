@@ -67,8 +67,11 @@ class RelaysMixin(ConnectionState):
         if record is None or record.call is None:
             return self._no_client("sampling/createMessage", "sampling")
         call = record.call
+        # A task-augmented request is answered at once (mcp_hub.upstream.lenient): the
+        # client is asked plainly, and its answer goes back as the request's result.
+        plain = params.model_copy(update={"task": None}) if params.task is not None else params
         return await self._relay(record, "sampling/createMessage",
-                                 lambda: call.create_message(params))
+                                 lambda: call.create_message(plain))
 
     async def _on_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
@@ -77,7 +80,8 @@ class RelaysMixin(ConnectionState):
         if record is None or record.call is None:
             return self._no_client("elicitation/create", "elicitation")
         call = record.call
-        return await self._relay(record, "elicitation/create", lambda: call.elicit(params))
+        plain = params.model_copy(update={"task": None}) if params.task is not None else params
+        return await self._relay(record, "elicitation/create", lambda: call.elicit(plain))
 
     async def _on_list_roots(
         self, context: ClientRequestContext
