@@ -49,7 +49,7 @@ from mcp_hub.redact import attach as attach_secrets
 from mcp_hub.redact import detach as detach_secrets
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as builtin_declarations
-from mcp_hub.rewrite.profiles import ProfileRewrites
+from mcp_hub.rewrite.profiles import ProfileRewrites, stacked
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
@@ -136,8 +136,8 @@ class Hub(ServingMixin):
     ) -> None:
         self.config = config
         self._bridges: OrderedDict[Caller, ToolSearchBridge] = OrderedDict()
-        # Profile → (the config it was built from, that profile's tool rewrites).
-        self._rewrites: dict[str, tuple[HubConfig, ProfileRewrites | None]] = {}
+        # A caller's profiles → (the config it was built from, their tool rewrites).
+        self._rewrites: dict[tuple[str, ...], tuple[HubConfig, ProfileRewrites | None]] = {}
         self.registry = registry if registry is not None else ToolRegistry()
         self.registry.allow_tool_override = config.hub.allow_tool_override
         self.hooks = HookManager()
@@ -438,18 +438,22 @@ class Hub(ServingMixin):
         return defs if rewrites is None else rewrites.definitions(defs)
 
     def rewrites_for(self, caller: Caller) -> ProfileRewrites | None:
-        """The tool rewrites of the caller's profile (``[profiles.P.tools]``), if it has any."""
-        profile = caller.profile
-        if profile is None:
+        """The tool rewrites (``[profiles.P.tools]``) of the caller's profiles, if any: the
+        endpoint's and its identity's ``[[access]]`` rule's (:meth:`AccessControl.profiles`)."""
+        if caller.profile is None and caller.identity is None:
+            return None
+        profiles = self.access.profiles(caller)
+        if not profiles:
             return None
         config = self.config
-        cached = self._rewrites.get(profile)
+        cached = self._rewrites.get(profiles)
         if cached is not None and cached[0] is config:
             return cached[1]
-        settings = config.profiles.get(profile)
-        rewrites = (ProfileRewrites(settings.tools, config.secret_values)
-                    if settings is not None and settings.tools else None)
-        self._rewrites[profile] = (config, rewrites)
+        layers = [s.tools for p in profiles if (s := config.profiles.get(p)) is not None and s.tools]
+        rewrites = ProfileRewrites(stacked(layers), config.secret_values) if layers else None
+        if len(self._rewrites) >= 64:
+            self._rewrites.clear()
+        self._rewrites[profiles] = (config, rewrites)
         return rewrites
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
