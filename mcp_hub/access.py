@@ -273,7 +273,11 @@ class AccessControl:
         if prof is None:
             # An unknown profile (removed by a reload) reaches nothing.
             return AccessPolicy(tools=frozenset(), servers=frozenset())
-        names = self._toolsets.resolve_profile(prof.toolsets, prof.disabled_toolsets, self._registry)
+        # A toolset may name a tool as this profile shows it (its rewrite's ``name``):
+        # the policy holds the server-level exposed names the registry knows.
+        renamed = {r.name: name for name, r in prof.tools.items() if r.name and r.name != name}
+        names = self._toolsets.resolve_profile(prof.toolsets, prof.disabled_toolsets,
+                                               self._registry, renamed)
         tools = None if names is None else frozenset(names)
         denied = _servers_of(self._toolsets.reached_toolsets(prof.disabled_toolsets))
         reached = self._toolsets.reached_toolsets(prof.toolsets)

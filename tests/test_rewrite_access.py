@@ -123,3 +123,65 @@ async def test_a_changed_profile_rewrite_wakes_only_the_identities_mapped_to_it(
             assert len(heard["dev"]) == 2
             assert (await texts(dev))["tracker_new_issue"].startswith("Create issue: ")
 
+
+TRIAGE = "triage-token-0123456789abcdef"
+
+#: Profiles whose toolsets name tools as the profile shows them, and a second copy of
+#: the tracker whose include/exclude name tools (the upstream's own names).
+BY_PROFILE_NAME = f"""
+[profiles.triage]
+toolsets = ["picked"]
+
+[profiles.triage.tools.tracker_new_issue]
+name = "file_issue"
+
+[toolsets.picked]
+tools = ["file_issue"]
+
+[profiles.narrow]
+disabled_toolsets = ["dropped"]
+
+[profiles.narrow.tools.tracker_received]
+name = "count_received"
+
+[toolsets.dropped]
+tools = ["count_received"]
+
+{TRACKER.replace("[servers.tracker]", "[servers.copy]")}
+include = ["create_issue", "received"]
+exclude = ["copy_count", "count"]
+
+[servers.copy.tools.received]
+name = "count"
+
+[[access]]
+match = "token:triage"
+profile = "triage"
+"""
+
+
+async def test_toolsets_reach_a_tool_by_the_name_its_profile_shows(tmp_path: Path) -> None:
+    tokens = (f'{{ name = "triage", token = "{TRIAGE}" }}, {{ name = "dev", token = "{DEV}" }}, '
+              f'{{ name = "agent", token = "{AGENT}" }}')
+    path = write_config(tmp_path, TRACKER + REWRITES + PROFILE + BY_PROFILE_NAME + RULES,
+                        hub=f"[hub.http]\nauth_tokens = [{tokens}]\n")
+    with anyio.fail_after(120):
+        async with http_hub(path, tmp_path) as hub:
+            # An identity mapped to a profile whose toolset lists the profile's own name.
+            async with http_session(hub.mcp_url, headers=_auth(TRIAGE)) as triage:
+                assert [t.name for t in (await triage.list_tools()).tools] == ["file_issue"]
+                made = await triage.call_tool("file_issue", {"repo": "web", "summary": "s"})
+                assert not made.is_error, text(made)
+                assert structured(made)["owner"] == "acme"
+                with pytest.raises(Exception, match="Unknown tool: tracker_new_issue"):
+                    await triage.call_tool("tracker_new_issue", {"repo": "web", "summary": "s"})
+            # A profile endpoint whose disabled toolset lists the profile's own name.
+            async with http_session(f"{hub.base}/p/narrow/mcp", headers=_auth(DEV)) as narrow:
+                names = {t.name for t in (await narrow.list_tools()).tools}
+                assert "tracker_new_issue" in names
+                assert not names & {"count_received", "tracker_received"}
+                with pytest.raises(Exception, match="Unknown tool: count_received"):
+                    await narrow.call_tool("count_received", {})
+                # include/exclude name the upstream's own tools, before any rename.
+                assert {n for n in names if n.startswith("copy_")} == {"copy_create_issue",
+                                                                        "copy_count"}
