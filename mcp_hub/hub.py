@@ -610,6 +610,8 @@ class Hub(ServingMixin):
         status = "error"
         result: types.CallToolResult | None = None
         rewrites = self.rewrites_for(caller)
+        entry = self.registry.get_entry(name if rewrites is None else rewrites.upstream_name(name))
+        upstream = self._upstream_name(entry)
         try:
             with self.telemetry.serve(name, call) as traced:
                 result = await handle_function_call(
@@ -620,6 +622,8 @@ class Hub(ServingMixin):
                     rewrite=None if rewrites is None else rewrites.translator(call.claims),
                 )
                 traced.done(result)
+                if entry is not None:
+                    traced.tool(upstream)
             status = "error" if result.is_error else "ok"
             return result
         except UnknownToolError as exc:
@@ -635,21 +639,23 @@ class Hub(ServingMixin):
                 raise
             return types.CallToolResult(content=[types.TextContent(text=waiting)], is_error=True)
         finally:
-            entry = self.registry.get_entry(name if rewrites is None
-                                            else rewrites.upstream_name(name))
             server = _server_of_toolset(entry.toolset) if entry else "hub"
             seconds = time.perf_counter() - started
             # Only a registered name becomes a label: made-up names share one series.
             label = name if entry is not None or self.bridge.handles(name) else UNKNOWN_TOOL
-            self.metrics.observe_call(label, server, status, seconds, time.time(), identity=caller.identity)
+            self.metrics.observe_call(label, server, status, seconds, time.time(),
+                                      identity=caller.identity, upstream_tool=upstream,
+                                      listed=entry.name if entry is not None else None)
             if self.audit.enabled:
                 self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
                                                seconds, arguments, result),
-                                upstream_tool=self._upstream_name(entry))
+                                upstream_tool=upstream)
 
     def _upstream_name(self, entry: Any) -> str | None:
         """The upstream's own name of an upstream tool (it differs when a rewrite renamed it)."""
-        server = server_of_toolset(entry.toolset) if entry is not None else None
+        if entry is None or entry.origin != "upstream":
+            return None
+        server = server_of_toolset(entry.toolset)
         conn = self.upstreams.connection(server) if server else None
         return conn.exposed.get(entry.name) if conn is not None else None
 
@@ -675,9 +681,9 @@ class Hub(ServingMixin):
             "rejected_tools": _rejected_shown(rejected_tools(self.registry.rejections, statuses), view),
             "tool_search": self.tool_search_state(profile),
             "recent_calls": [
-                {"tool": c.tool, "server": c.server, "status": c.status,
-                 "duration_ms": round(c.duration_ms, 2), "time": c.time}
-                for c in list(self.metrics.recent) if view.shows_tool(c.tool)
+                {"tool": c.tool, "upstream_tool": c.upstream_tool, "server": c.server,
+                 "status": c.status, "duration_ms": round(c.duration_ms, 2), "time": c.time}
+                for c in list(self.metrics.recent) if view.shows_tool(c.listed or c.tool)
             ][-20:],
             "identities": self.metrics.identity_summary(view.shows_identity),
         }
