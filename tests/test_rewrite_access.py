@@ -185,3 +185,11 @@ async def test_toolsets_reach_a_tool_by_the_name_its_profile_shows(tmp_path: Pat
                 # include/exclude name the upstream's own tools, before any rename.
                 assert {n for n in names if n.startswith("copy_")} == {"copy_create_issue",
                                                                         "copy_count"}
+            # An identity mapped to support on triage's endpoint: triage's reach and rules,
+            # support's on top (its name and its fixed labels win).
+            async with http_session(f"{hub.base}/p/triage/mcp", headers=_auth(AGENT)) as both:
+                assert [t.name for t in (await both.list_tools()).tools] == ["report_issue"]
+                made = await both.call_tool("report_issue", {"repo": "web", "headline": "h"})
+                assert structured(made)["labels"] == ["customer"], text(made)
+                with pytest.raises(Exception, match="Unknown tool: file_issue"):
+                    await both.call_tool("file_issue", {"repo": "web", "summary": "s"})
