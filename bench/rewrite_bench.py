@@ -14,7 +14,9 @@ Streamable HTTP. Printed per transport and concurrency: p50 and p99 latency
 and calls/s of each, and the ratios rewritten/plain (1.00× = no cost).
 
 It also times the rewrite's own step in-process (``ArgumentPlan.apply``, the
-work a rewritten call adds on the upstream side) in nanoseconds per call.
+work a rewritten call adds on the upstream side) in nanoseconds per call, and
+the step a caller whose identity an ``[[access]]`` rule maps to a profile adds
+(``AccessControl.profiles`` and the profile's translation of the call).
 """
 
 from __future__ import annotations
@@ -142,6 +144,39 @@ def plan_ns(loops: int = 200_000) -> tuple[float, float]:
     return rewritten / loops * 1e9, plain / loops * 1e9
 
 
+def profile_ns(loops: int = 100_000) -> float:
+    """ns per call of finding an identity's profiles and translating its call by them."""
+    from mcp_hub.access import AccessControl, Caller
+    from mcp_hub.config import parse_config
+    from mcp_hub.registry import ToolRegistry
+    from mcp_hub.rewrite.profiles import ProfileRewrites
+
+    config = parse_config('[profiles.p.tools.rw_sum]\nname = "psum"\narguments.x.rename = "y"\n'
+                          '[[access]]\nmatch = "token:ops"\n'
+                          '[[access]]\nmatch = "token:agent"\nprofile = "p"\n')
+    control = AccessControl(lambda: config, ToolRegistry(), _NoOwners())
+    rewrites = ProfileRewrites(config.profiles["p"].tools)
+    caller = Caller(identity="token:agent", attributes=frozenset({"token:agent"}))
+    translate = rewrites.translator(dict)
+    args = {"y": 1}
+
+    def step() -> None:
+        control.profiles(caller)
+        translate("psum", args)
+    return min(timeit.repeat(step, number=loops, repeat=5)) / loops * 1e9
+
+
+class _NoOwners:
+    def prompt_server(self, name: str) -> str | None:
+        return None
+
+    def resource_server(self, uri: str) -> str | None:
+        return None
+
+    def template_server(self, uri_template: str) -> str | None:
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
@@ -157,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     rewritten_ns, plain_ns = plan_ns()
     print(f"\nArgumentPlan.apply (rename + fixed): {rewritten_ns:.0f} ns per call "
           f"(a plain dict copy: {plain_ns:.0f} ns)")
+    print(f"An identity's profiles and their translation of its call: {profile_ns():.0f} ns per call")
     print(f"({time.perf_counter() - started:.0f} s)")
     return 0
 

@@ -12,6 +12,11 @@ A :class:`Caller` describes who asks: the profile of the endpoint
 the bearer token with its attributes. ``[[access]]`` rules
 (:mod:`mcp_hub.auth.rules`) map the identity to a profile; the caller reaches
 what both the endpoint's profile and the identity's profile allow.
+:meth:`AccessControl.profiles` names those profiles: the one notion of "the
+caller's profile" that access and the profiles' tool rewrites
+(:mod:`mcp_hub.rewrite.profiles`) both follow, so a tool rewritten for a profile
+looks and calls the same whether the caller came in by the profile's endpoint or
+by an identity the rules map to it.
 An :class:`AccessPolicy` is computed once per (caller, registry generation,
 config) and is cheap to consult.
 
@@ -35,6 +40,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from mcp_hub.auth.rules import first_match
+from mcp_hub.auth.settings import AccessRule
 from mcp_hub.config import HubConfig
 from mcp_hub.errors import resource_not_found
 from mcp_hub.naming import server_of_toolset
@@ -227,6 +233,27 @@ class AccessControl:
             self._cache.popitem(last=False)
         return policy
 
+    @staticmethod
+    def rule_of(caller: Caller, config: HubConfig) -> AccessRule | None:
+        """The ``[[access]]`` rule that decides for the caller's identity (None: no
+        identity, no rules, or no rule matches)."""
+        if caller.identity is None or not config.access:
+            return None
+        return first_match(config.access, caller.attributes)
+
+    def profiles(self, who: Caller | str | None) -> tuple[str, ...]:
+        """The profiles whose view of the tools ``who`` gets, each once: the endpoint's,
+        then its identity's ``[[access]]`` rule's. Empty: the hub's own view.
+
+        Access reaches what all of them allow; their tool rewrites apply in this
+        order, the rule's on top (:func:`mcp_hub.rewrite.profiles.stacked`).
+        """
+        caller = as_caller(who)
+        rule = self.rule_of(caller, self._config())
+        found = [p for p in (caller.profile, rule.profile if rule is not None else None)
+                 if p is not None]
+        return tuple(dict.fromkeys(found))
+
     def _compute(self, caller: Caller, config: HubConfig) -> AccessPolicy:
         # The endpoint's profile, narrowed by the identity's [[access]] rule. Without
         # rules every identity reaches what its endpoint reaches; with rules, an
@@ -234,7 +261,7 @@ class AccessControl:
         endpoint = self._profile_policy(caller.profile, config)
         if caller.identity is None or not config.access:
             return endpoint
-        rule = first_match(config.access, caller.attributes)
+        rule = self.rule_of(caller, config)
         if rule is None:
             return NOTHING
         return _both(endpoint, self._profile_policy(rule.profile, config))
@@ -246,7 +273,11 @@ class AccessControl:
         if prof is None:
             # An unknown profile (removed by a reload) reaches nothing.
             return AccessPolicy(tools=frozenset(), servers=frozenset())
-        names = self._toolsets.resolve_profile(prof.toolsets, prof.disabled_toolsets, self._registry)
+        # A toolset may name a tool as this profile shows it (its rewrite's ``name``):
+        # the policy holds the server-level exposed names the registry knows.
+        renamed = {r.name: name for name, r in prof.tools.items() if r.name and r.name != name}
+        names = self._toolsets.resolve_profile(prof.toolsets, prof.disabled_toolsets,
+                                               self._registry, renamed)
         tools = None if names is None else frozenset(names)
         denied = _servers_of(self._toolsets.reached_toolsets(prof.disabled_toolsets))
         reached = self._toolsets.reached_toolsets(prof.toolsets)

@@ -49,7 +49,7 @@ from mcp_hub.redact import attach as attach_secrets
 from mcp_hub.redact import detach as detach_secrets
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.registry import registry as builtin_declarations
-from mcp_hub.rewrite.profiles import ProfileRewrites
+from mcp_hub.rewrite.profiles import ProfileRewrites, stacked
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
@@ -137,8 +137,8 @@ class Hub(ServingMixin):
     ) -> None:
         self.config = config
         self._bridges: OrderedDict[Caller, ToolSearchBridge] = OrderedDict()
-        # Profile → (the config it was built from, that profile's tool rewrites).
-        self._rewrites: dict[str, tuple[HubConfig, ProfileRewrites | None]] = {}
+        # A caller's profiles → (the config it was built from, their tool rewrites).
+        self._rewrites: dict[tuple[str, ...], tuple[HubConfig, ProfileRewrites | None]] = {}
         self.registry = registry if registry is not None else ToolRegistry()
         self.registry.allow_tool_override = config.hub.allow_tool_override
         self.hooks = HookManager()
@@ -441,18 +441,22 @@ class Hub(ServingMixin):
         return defs if rewrites is None else rewrites.definitions(defs)
 
     def rewrites_for(self, caller: Caller) -> ProfileRewrites | None:
-        """The tool rewrites of the caller's profile (``[profiles.P.tools]``), if it has any."""
-        profile = caller.profile
-        if profile is None:
+        """The tool rewrites (``[profiles.P.tools]``) of the caller's profiles, if any: the
+        endpoint's and its identity's ``[[access]]`` rule's (:meth:`AccessControl.profiles`)."""
+        if caller.profile is None and caller.identity is None:
+            return None
+        profiles = self.access.profiles(caller)
+        if not profiles:
             return None
         config = self.config
-        cached = self._rewrites.get(profile)
+        cached = self._rewrites.get(profiles)
         if cached is not None and cached[0] is config:
             return cached[1]
-        settings = config.profiles.get(profile)
-        rewrites = (ProfileRewrites(settings.tools, config.secret_values)
-                    if settings is not None and settings.tools else None)
-        self._rewrites[profile] = (config, rewrites)
+        layers = [s.tools for p in profiles if (s := config.profiles.get(p)) is not None and s.tools]
+        rewrites = ProfileRewrites(stacked(layers), config.secret_values) if layers else None
+        if len(self._rewrites) >= 64:
+            self._rewrites.clear()
+        self._rewrites[profiles] = (config, rewrites)
         return rewrites
 
     def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
@@ -630,6 +634,8 @@ class Hub(ServingMixin):
         status = "error"
         result: types.CallToolResult | None = None
         rewrites = self.rewrites_for(caller)
+        entry = self.registry.get_entry(name if rewrites is None else rewrites.upstream_name(name))
+        upstream = self._upstream_name(entry)
         try:
             with self.telemetry.serve(name, call) as traced:
                 result = await handle_function_call(
@@ -640,6 +646,8 @@ class Hub(ServingMixin):
                     rewrite=None if rewrites is None else rewrites.translator(call.claims),
                 )
                 traced.done(result)
+                if entry is not None:
+                    traced.tool(upstream)
             status = "error" if result.is_error else "ok"
             return result
         except UnknownToolError as exc:
@@ -655,21 +663,23 @@ class Hub(ServingMixin):
                 raise
             return types.CallToolResult(content=[types.TextContent(text=waiting)], is_error=True)
         finally:
-            entry = self.registry.get_entry(name if rewrites is None
-                                            else rewrites.upstream_name(name))
             server = _server_of_toolset(entry.toolset) if entry else "hub"
             seconds = time.perf_counter() - started
             # Only a registered name becomes a label: made-up names share one series.
             label = name if entry is not None or self.bridge.handles(name) else UNKNOWN_TOOL
-            self.metrics.observe_call(label, server, status, seconds, time.time(), identity=caller.identity)
+            self.metrics.observe_call(label, server, status, seconds, time.time(),
+                                      identity=caller.identity, upstream_tool=upstream,
+                                      listed=entry.name if entry is not None else None)
             if self.audit.enabled:
                 self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
                                                seconds, arguments, result),
-                                upstream_tool=self._upstream_name(entry))
+                                upstream_tool=upstream)
 
     def _upstream_name(self, entry: Any) -> str | None:
         """The upstream's own name of an upstream tool (it differs when a rewrite renamed it)."""
-        server = server_of_toolset(entry.toolset) if entry is not None else None
+        if entry is None or entry.origin != "upstream":
+            return None
+        server = server_of_toolset(entry.toolset)
         conn = self.upstreams.connection(server) if server else None
         return conn.exposed.get(entry.name) if conn is not None else None
 
@@ -695,9 +705,9 @@ class Hub(ServingMixin):
             "rejected_tools": _rejected_shown(rejected_tools(self.registry.rejections, statuses), view),
             "tool_search": self.tool_search_state(profile),
             "recent_calls": [
-                {"tool": c.tool, "server": c.server, "status": c.status,
-                 "duration_ms": round(c.duration_ms, 2), "time": c.time}
-                for c in list(self.metrics.recent) if view.shows_tool(c.tool)
+                {"tool": c.tool, "upstream_tool": c.upstream_tool, "server": c.server,
+                 "status": c.status, "duration_ms": round(c.duration_ms, 2), "time": c.time}
+                for c in list(self.metrics.recent) if view.shows_tool(c.listed or c.tool)
             ][-20:],
             "identities": self.metrics.identity_summary(view.shows_identity),
         }

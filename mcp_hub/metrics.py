@@ -40,13 +40,21 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 
 @dataclass(frozen=True, slots=True)
 class CallRecord:
-    """One finished tool call, for the status page's recent-calls list."""
+    """One finished tool call, for the status page's recent-calls list.
+
+    ``tool`` is the name the caller called; ``listed`` the registry's name for it
+    (the server-level exposed name, which access decides by: it differs under a
+    profile's rename); ``upstream_tool`` the upstream's own name (None for hub and
+    plugin tools).
+    """
 
     tool: str
     server: str
     status: str
     duration_ms: float
     time: float
+    upstream_tool: str | None = None
+    listed: str | None = None
 
 
 class Shown(Protocol):
@@ -91,7 +99,8 @@ class Metrics:
         self._identities: set[str] = set()
 
     def observe_call(self, tool: str, server: str, status: str, seconds: float, now: float,
-                     identity: str | None = None) -> None:
+                     identity: str | None = None, *, upstream_tool: str | None = None,
+                     listed: str | None = None) -> None:
         with self._lock:
             self.calls[(tool, server, status)] += 1
             if identity is not None:
@@ -101,7 +110,8 @@ class Metrics:
                     else:
                         self._identities.add(identity)
                 self.identity_calls[(identity, status)] += 1
-            self.recent.append(CallRecord(tool, server, status, seconds * 1000.0, now))
+            self.recent.append(CallRecord(tool, server, status, seconds * 1000.0, now,
+                                          upstream_tool, listed))
             if status == "unknown":
                 return  # nothing ran: no latency to record, no histogram of its own
             buckets = self._hist.get(server)

@@ -218,13 +218,16 @@ async def handle_function_call(
     if args is None:
         args = {}
     bridged = bridge is not None and bridge.handles(name)
+    # An unknown or refused tool is named as the caller asked for it: a profile's
+    # rewrite must not give away the server-level name behind its own.
+    asked = name
     if rewrite is not None and not bridged:
         rewritten = rewrite(name, args)
         if isinstance(rewritten, CallToolResult):
             return rewritten
         name, args = rewritten
     if not bridged and allow is not None and not allow(name):
-        raise unknown_tool(name, reg, allow)
+        raise unknown_tool(asked, reg, allow)
 
     # 1. coercion
     args = coerce_tool_args(name, args, registry=reg)
@@ -238,7 +241,7 @@ async def handle_function_call(
     # 3. unknown tool, validation
     entry = reg.get_entry(name)
     if entry is None:
-        raise unknown_tool(name, reg, allow)
+        raise unknown_tool(asked, reg, allow)
     invalid = _invalid_args(reg, entry, name, args)
     if invalid is not None:
         return invalid

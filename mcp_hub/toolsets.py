@@ -17,7 +17,7 @@ error, never a hang. ``all`` and ``*`` mean every tool.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 from mcp_hub.registry import ToolRegistry
@@ -148,25 +148,32 @@ class Toolsets:
         return tools
 
     def resolve_profile(
-        self, toolsets: list[str], disabled: list[str], registry: ToolRegistry | None = None
+        self, toolsets: list[str], disabled: list[str], registry: ToolRegistry | None = None,
+        aliases: Mapping[str, str] | None = None,
     ) -> set[str] | None:
         """The tool names a profile exposes, or None for "everything".
 
         ``toolsets`` empty or containing ``all``/``*`` with nothing disabled means
         everything (None), which lets callers skip name filtering entirely. Disabled
-        toolsets are subtracted at the end.
+        toolsets are subtracted at the end. ``aliases`` maps the names a profile gives
+        tools (its rewrites' ``name``) to the registry's: a toolset may list either.
         """
         everything = not toolsets or any(t in ALL_ALIASES for t in toolsets)
         if everything and not disabled:
             return None
+
+        def resolve(name: str) -> set[str]:
+            found = self.resolve_toolset(name, registry)
+            return {aliases.get(t, t) for t in found} if aliases else found
+
         if everything:
-            selected = self.resolve_toolset("all", registry)
+            selected = resolve("all")
         else:
             selected = set()
             for ts in toolsets:
-                selected |= self.resolve_toolset(ts, registry)
+                selected |= resolve(ts)
         for ts in disabled:
-            selected -= self.resolve_toolset(ts, registry)
+            selected -= resolve(ts)
         return selected
 
     def reached_toolsets(self, names: Iterable[str]) -> set[str]:

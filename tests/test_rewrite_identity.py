@@ -39,15 +39,20 @@ fixed = "reported by {identity.email}"
 """
 
 
+#: The audience the hub checks tokens against (a hub on a random port names it in its config).
+AUDIENCE = "https://hub.example.test/mcp"
+
+
 def _config(tmp: Path, issuer: str) -> Path:
-    body = TRACKER + RULES + f'\n[auth]\nissuer = "{issuer}"\nrequired_scopes = ["mcp"]\n'
+    body = TRACKER + RULES + (f'\n[auth]\nissuer = "{issuer}"\naudience = "{AUDIENCE}"\n'
+                              'required_scopes = ["mcp"]\n')
     body += f'\n[audit]\npath = "{tmp / "audit.jsonl"}"\ninclude_arguments = true\n'
     hub = f'[hub.http]\nauth_tokens = [{{ name = "ci", token = "{CI_TOKEN}" }}]\n'
     return write_config(tmp, body, hub=hub)
 
 
 async def _token(auth: AuthServer, hub: HttpHub, sub: str, **claims: Any) -> str:
-    return await auth.token(sub=sub, aud=f"{hub.base}/mcp", scope="mcp", client_id="vscode",
+    return await auth.token(sub=sub, aud=AUDIENCE, scope="mcp", client_id="vscode",
                             **claims)
 
 

@@ -7,10 +7,12 @@ from typing import Any
 import pytest
 from mcp.types import CallToolResult
 
+from mcp_hub.access import AccessControl, Caller
 from mcp_hub.config import parse_config
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.frozen import FrozenDict
-from mcp_hub.rewrite.profiles import ProfileRewrites
+from mcp_hub.registry import ToolRegistry
+from mcp_hub.rewrite.profiles import ProfileRewrites, stacked
 from mcp_hub.rewrite.settings import ToolRewrite
 from mcp_hub.rewrite.tool import ArgumentPlan, Refused, rewrite_definition
 
@@ -139,3 +141,49 @@ async def test_a_per_user_servers_catalog_is_rewritten_and_its_calls_too() -> No
     assert received == [("create_issue", {"title": "t", "owner": "alice"})]
     refused = await registry.dispatch("gh_new_issue", {"title": "t", "owner": "x"}, call=call)
     assert refused.is_error and len(received) == 1
+
+
+def test_two_profiles_stack_the_rules_profile_on_top() -> None:
+    endpoint = {"gh_a": ToolRewrite.model_validate({
+        "name": "ep_a", "description": "endpoint", "title": "A",
+        "arguments": {"owner": {"rename": "org"}, "labels": {"default": ["x"]}}}),
+        "gh_b": ToolRewrite.model_validate({"description": "only the endpoint's"})}
+    rule = {"gh_a": ToolRewrite.model_validate({
+        "description": "rule", "arguments": {"owner": {"fixed": "acme"}}}),
+        "gh_c": ToolRewrite.model_validate({"hide": True})}
+    merged = stacked([endpoint, rule])
+    a = merged["gh_a"]
+    assert (a.name, a.title, a.description) == ("ep_a", "A", "rule")
+    assert a.arguments["owner"].fixed == "acme" and a.arguments["owner"].rename is None
+    assert a.arguments["labels"].default == ["x"]
+    assert merged["gh_b"].description == "only the endpoint's" and merged["gh_c"].hide
+    hidden = stacked([rule, {"gh_c": ToolRewrite.model_validate({"description": "shown?"})}])
+    assert hidden["gh_c"].hide
+
+
+def test_a_callers_profiles_are_its_endpoints_then_its_rules() -> None:
+    config = parse_config('[profiles.support]\n[profiles.ops]\n'
+                          '[[access]]\nmatch = "token:agent"\nprofile = "support"\n'
+                          '[[access]]\nmatch = "token:dev"\n')
+    control = AccessControl(lambda: config, ToolRegistry(), _NoOwners())
+    agent = frozenset({"token:agent"})
+    assert control.profiles(Caller(identity="token:agent", attributes=agent)) == ("support",)
+    assert control.profiles(Caller(profile="ops", identity="token:agent",
+                                   attributes=agent)) == ("ops", "support")
+    assert control.profiles(Caller(profile="support", identity="token:agent",
+                                   attributes=agent)) == ("support",)
+    dev = Caller(identity="token:dev", attributes=frozenset({"token:dev"}))
+    assert control.profiles(dev) == ()
+    assert control.profiles(Caller(profile="ops")) == ("ops",)
+    assert control.profiles(None) == ()
+
+
+class _NoOwners:
+    def prompt_server(self, name: str) -> str | None:
+        return None
+
+    def resource_server(self, uri: str) -> str | None:
+        return None
+
+    def template_server(self, uri_template: str) -> str | None:
+        return None

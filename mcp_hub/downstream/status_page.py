@@ -31,7 +31,7 @@ STATUS_PAGE_HTML = """<!doctype html>
 <th>Prompts</th><th>Resources</th><th>Reconnects</th><th>Last error</th></tr></thead><tbody></tbody></table>
 <h2>Tool search</h2><div id="ts" class="muted"></div>
 <h2>Recent calls</h2>
-<table id="calls"><thead><tr><th>Tool</th><th>Server</th><th>Status</th><th>Latency (ms)</th>
+<table id="calls"><thead><tr><th>Tool</th><th>Upstream's name</th><th>Server</th><th>Status</th><th>Latency (ms)</th>
 <th>When</th></tr></thead><tbody></tbody></table>
 <h2>Calls per identity</h2>
 <table id="ids"><thead><tr><th>Identity</th><th>Calls by outcome</th></tr></thead><tbody></tbody></table>
@@ -49,7 +49,7 @@ async function refresh(){
   document.getElementById("hub").textContent=h.name+" "+h.version+" · up "+Math.round(h.uptime_seconds)+" s · "+s.tools.total+" tools · "+h.sessions+" sessions"+(s.view?" · what "+(s.view.identity||"this profile")+" reaches":"");
   rows("ups",s.upstreams,u=>"<tr><td>"+esc(u.name)+"</td><td><span class='st "+esc(u.state)+"'>"+esc(u.state)+"</span></td><td>"+esc(u.transport)+"</td><td>"+u.tools+"</td><td>"+u.prompts+"</td><td>"+u.resources+"</td><td>"+u.reconnects+"</td><td class=muted>"+esc(u.last_error||"")+"</td></tr>","no upstream servers configured");
   const t=s.tool_search;document.getElementById("ts").textContent="mode "+t.mode+" · "+(t.active?"active":"inactive")+" · "+t.deferrable_tokens+" deferrable tokens (threshold "+t.threshold_tokens+")";
-  rows("calls",s.recent_calls.slice().reverse(),c=>"<tr><td>"+esc(c.tool)+"</td><td>"+esc(c.server)+"</td><td class='"+esc(c.status)+"'>"+esc(c.status)+"</td><td>"+Number(c.duration_ms).toFixed(1)+"</td><td class=muted>"+new Date(c.time*1000).toLocaleTimeString()+"</td></tr>","no calls yet");
+  rows("calls",s.recent_calls.slice().reverse(),c=>"<tr><td>"+esc(c.tool)+"</td><td class=muted>"+esc(c.upstream_tool)+"</td><td>"+esc(c.server)+"</td><td class='"+esc(c.status)+"'>"+esc(c.status)+"</td><td>"+Number(c.duration_ms).toFixed(1)+"</td><td class=muted>"+new Date(c.time*1000).toLocaleTimeString()+"</td></tr>","no calls yet");
   rows("ids",Object.entries(s.identities||{}),([k,v])=>"<tr><td>"+esc(k)+"</td><td>"+Object.entries(v).map(([o,n])=>esc(o)+" "+n).join(" · ")+"</td></tr>","no signed-in calls yet");
   rows("rej",s.rejected_tools,x=>"<tr><td>"+esc(x.name)+"</td><td>"+esc(x.toolset)+"</td><td>"+esc(x.held_by)+"</td><td>"+esc(x.reason)+"</td></tr>","none");
  }catch(e){document.getElementById("hub").textContent="status unavailable: "+e}

@@ -6,6 +6,10 @@ catalog, so ``tool_search`` ranks on the rewritten text and ``tool_describe``
 shows it) and turns a call of the profile's view back into the server-level one
 (:meth:`ProfileRewrites.translate`) before access rules, validation and dispatch
 see it; the server-level rewrite then turns that into the upstream's own call.
+
+A caller's profiles are the endpoint's and its identity's ``[[access]]`` rule's
+(:meth:`mcp_hub.access.AccessControl.profiles`); when they are two, their rules
+are :func:`stacked` into one table, the rule's on top.
 """
 
 from __future__ import annotations
@@ -19,10 +23,31 @@ from mcp_hub.errors import UnknownToolError
 from mcp_hub.rewrite.settings import ToolRewrite
 from mcp_hub.rewrite.tool import ArgumentPlan, Refused, rewrite_definition
 
-__all__ = ["ProfileRewrites", "Translate"]
+__all__ = ["ProfileRewrites", "Translate", "stacked"]
 
 #: ``(name, args) → (name, args)`` as the pipeline knows them, or the call's refusal.
 Translate = Callable[[str, dict[str, Any]], "tuple[str, dict[str, Any]] | CallToolResult"]
+
+
+def stacked(layers: Iterable[Mapping[str, ToolRewrite]]) -> dict[str, ToolRewrite]:
+    """One table of the rules of several profiles, each layer on top of the ones before.
+
+    For a tool two layers rewrite, the upper layer's keys win one by one (an
+    argument's rule as a whole), and a tool either layer hides is hidden.
+    """
+    out: dict[str, ToolRewrite] = {}
+    for layer in layers:
+        for name, upper in layer.items():
+            lower = out.get(name)
+            out[name] = upper if lower is None else _over(lower, upper)
+    return out
+
+
+def _over(lower: ToolRewrite, upper: ToolRewrite) -> ToolRewrite:
+    merged = {**lower.model_dump(exclude_defaults=True), **upper.model_dump(exclude_defaults=True)}
+    merged["hide"] = lower.hide or upper.hide
+    merged["arguments"] = {**lower.arguments, **upper.arguments}
+    return ToolRewrite.model_validate(merged)
 
 
 class ProfileRewrites:

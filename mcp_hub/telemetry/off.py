@@ -21,6 +21,9 @@ class _Noop:
     def done(self, result: Any) -> None:
         return None
 
+    def tool(self, upstream: str | None) -> None:
+        return None
+
 
 NOOP = _Noop()
 

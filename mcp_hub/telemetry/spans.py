@@ -22,7 +22,10 @@ the fast paths' lists). The span rides on the call's
 
 Attributes name the tool, prompt or resource, never arguments or results. The
 metric labels are bounded: a tool name the hub does not know is recorded as
-``_OTHER``, and prompt names and URIs are not labels.
+``_OTHER``, and prompt names and URIs are not labels. A call of an upstream tool
+also carries the upstream's own name for it (:data:`UPSTREAM_TOOL`, on the span
+and as a label): it differs from ``gen_ai.tool.name`` (the exposed name the
+client called) by the prefix and by any rewrite (docs/rewriting.md).
 
 The spans are the hub's own light records (:mod:`mcp_hub.telemetry.record`),
 exported off the call path (:mod:`mcp_hub.telemetry.export`). With telemetry
@@ -51,6 +54,7 @@ from mcp_hub.telemetry.shapes import Shape, client_shape, server_shape
 
 __all__ = [
     "OFF",
+    "UPSTREAM_TOOL",
     "CallSpan",
     "Telemetry",
     "TelemetryOff",
@@ -277,10 +281,14 @@ class _Timed:
             pass
 
 
+#: The upstream's own name of the tool a call ran (span attribute and metric label).
+UPSTREAM_TOOL = "mcp_hub.upstream.tool.name"
+
+
 class CallSpan(_Timed):
     """The SERVER span of one downstream request; ``call.trace`` while it runs."""
 
-    __slots__ = ("call", "info", "method", "target")
+    __slots__ = ("call", "info", "known", "method", "target")
 
     def __init__(self, tel: Telemetry, method: str, target: str | None, info: Any,
                  call: Any) -> None:
@@ -302,7 +310,7 @@ class CallSpan(_Timed):
             attrs["jsonrpc.request.id"] = str(rid)
         rec = SpanRecord.root(shape.name, SERVER, attrs, parent_from(info.meta, info.headers),
                               tel.sampler)
-        labels = shape.labels
+        labels = self.known = shape.labels
         if shape.other is not None and not tel.known_tool(target):  # type: ignore[arg-type]
             labels = shape.other
         self._open(rec, tel.server_duration, labels)
@@ -311,6 +319,18 @@ class CallSpan(_Timed):
         # No reference back to the call: no cycle, it is freed the moment it is done.
         self.info = self.call = None
         return self
+
+    def tool(self, upstream: str | None) -> None:
+        """The call ran a registered tool (a profile's own name for one counts): its
+        metric labels name it, and ``upstream`` (the upstream's own name, None for a
+        hub or plugin tool) is an attribute and a label too."""
+        base = self.known
+        if upstream is None:
+            self.labels = base
+            return
+        self.rec.attrs[UPSTREAM_TOOL] = upstream
+        self.labels = self.tel.labels((*base.items(), UPSTREAM_TOOL, upstream),
+                                      lambda: {**base, UPSTREAM_TOOL: upstream})
 
 
 class _Child(_Timed):
