@@ -444,6 +444,9 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
     a.set_defaults(func=cmd_pins)
 
     oauth_commands.add_parsers(sub, common, _load, run_async)
+    from mcp_hub.cli_servers import add_parsers as add_server_parsers
+
+    add_server_parsers(sub, common, cmd_add_server)
     p = sub.add_parser("import", parents=[common],
                        help="convert a client's MCP config into servers.toml entries")
     p.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])
@@ -456,10 +459,31 @@ _CLIENTS = ["claude-desktop", "claude-code", "cursor", "vscode"]
 _PRESPAWN_COMMANDS = frozenset({"serve", "tools", "check", "call"})
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; what follows ``--`` is the command line of ``add`` (argparse would
+    not give a ``*`` positional the words after options)."""
+    if "--" not in argv:
+        return parser.parse_args(argv)
+    cut = argv.index("--")
+    args = parser.parse_args(argv[:cut])
+    if getattr(args, "func", None) is not cmd_add_server:
+        return parser.parse_args(argv)
+    if args.argv:
+        parser.error(f"put the whole command after `--`, not {args.argv[0]!r} before it")
+    args.argv = argv[cut + 1:]
+    return args
+
+
+def cmd_add_server(args: argparse.Namespace) -> int:
+    from mcp_hub.cli_servers import cmd_add
+
+    return cmd_add(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``mcp-hub`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, sys.argv[1:] if argv is None else argv)
     if args.command in _PRESPAWN_COMMANDS:
         # Upstreams start importing their SDKs while the hub imports its own.
         prespawn.start(prespawn.find_config_path(args.config))
