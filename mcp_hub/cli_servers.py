@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_hub import commands, config_edit, launch
-from mcp_hub.config import find_config
-from mcp_hub.errors import HubError
-from mcp_hub.redact import add_secrets
+from mcp_hub.config_path import find_config_path as find_config
+from mcp_hub.hub_errors import HubError
+
+if TYPE_CHECKING:  # the CLI builds its parser without importing the models
+    from mcp_hub import config_edit
 
 __all__ = ["add_parsers", "cmd_add", "cmd_remove"]
 
@@ -52,6 +53,8 @@ def _after(edit: config_edit.Edit) -> None:
 
 
 def _warn_missing_command(edit: config_edit.Edit, name: str) -> None:
+    from mcp_hub import commands, launch
+
     server = edit.config.servers[name]
     if server.transport != "stdio" or server.command is None:
         return
@@ -62,6 +65,9 @@ def _warn_missing_command(edit: config_edit.Edit, name: str) -> None:
 
 def cmd_add(args: argparse.Namespace) -> int:
     """``mcp-hub add NAME -- CMD ARGS…`` / ``mcp-hub add NAME --url URL``."""
+    from mcp_hub import config_edit
+    from mcp_hub.redact import add_secrets
+
     argv: list[str] = list(args.argv)
     if bool(argv) == bool(args.url):
         raise HubError("give the server's command after `--` (mcp-hub add NAME -- CMD ARGS…) "
@@ -82,6 +88,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 def cmd_remove(args: argparse.Namespace) -> int:
     """``mcp-hub remove NAME``."""
+    from mcp_hub import config_edit
+
     path = find_config(args.config)
     if path is None:
         raise HubError("no servers.toml found (searched $MCP_HUB_CONFIG, ./servers.toml, "
