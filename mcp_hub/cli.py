@@ -411,11 +411,12 @@ def _print_status(args: argparse.Namespace, status: dict[str, Any]) -> int:
     return 0
 
 
-def snippet(client: str, *, config_path: str | None, url: str | None, name: str) -> dict[str, Any]:
+def snippet(client: str, *, config_path: str | None, url: str | None, name: str,
+            token_env: str | None = None) -> dict[str, Any]:
     """The JSON that registers this hub in ``client``'s MCP configuration."""
     from mcp_hub.client_commands import snippet as build
 
-    return build(client, config_path=config_path, url=url, name=name)
+    return build(client, config_path=config_path, url=url, name=name, token_env=token_env)
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -550,6 +551,7 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
                         help="print the JSON that registers this hub in a client")
     s.add_argument("client", choices=_CLIENTS)
     s.add_argument("--url", help="point the client at a running HTTP hub instead of stdio")
+    s.add_argument("--token-env", metavar="NAME", help=_TOKEN_ENV_HELP)
     s.add_argument("--name", default="mcp-hub", help="the server name in the client's config")
     s.set_defaults(func=cmd_config)
     for verb, text in (("install", "write the hub into a client's MCP config (backed up first)"),
@@ -560,6 +562,7 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
         p.add_argument("--file", help="the client's config file (default: its usual location)")
         if verb == "install":
             p.add_argument("--url", help="register a running HTTP hub instead of stdio")
+            p.add_argument("--token-env", metavar="NAME", help=_TOKEN_ENV_HELP)
             p.add_argument("--force", action="store_true",
                            help="replace a different entry of the same name")
         p.set_defaults(func=cmd_install)
@@ -585,6 +588,8 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
 
 
 _CLIENTS = ["claude-desktop", "claude-code", "cursor", "vscode"]
+_TOKEN_ENV_HELP = ("with --url: the client sends 'Authorization: Bearer' with the value of "
+                   "this environment variable (read by the client; the token is not written)")
 _PRESPAWN_COMMANDS = frozenset({"serve", "tools", "check", "call", "status"})
 #: Commands that ask a running hub when one serves the config.
 _CLIENT_COMMANDS = frozenset({"tools", "call", "status"})
