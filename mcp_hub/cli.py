@@ -208,8 +208,10 @@ def cmd_tools(args: argparse.Namespace) -> int:
             server = server_of_toolset(e.toolset) or ""
             if args.server and server != args.server:
                 continue
+            available = hub.registry.is_available(e)
             rows.append({"name": name, "server": server, "toolset": e.toolset,
-                         "origin": e.origin, "available": hub.registry.is_available(e),
+                         "origin": e.origin, "available": available,
+                         **({} if available else {"unavailable": _unavailable(hub, e, server)}),
                          "description": (e.description or "").strip().splitlines()[0][:100]
                          if e.description else "", **rewrite_fields(hub, server, name, args.profile)})
         rejected = hub.status()["rejected_tools"]
@@ -231,7 +233,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         width = max((len(r["name"]) for r in rows), default=10)
         print(f"{'TOOL':<{width}}  {'TOOLSET':<20}  DESCRIPTION")
         for r in rows:
-            mark = "" if r["available"] else " (unavailable)"
+            mark = "" if r["available"] else f" (unavailable: {r['unavailable']})"
             print(f"{r['name']:<{width}}  {r['toolset']:<20}  {r['description']}{mark}")
         print(f"\n{len(rows)} tools", file=sys.stdout)
         for r in rejected:
@@ -243,6 +245,27 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return 0
 
     return int(run_async(lambda: _with_hub(config, run)))
+
+
+def _unavailable(hub: Any, entry: Any, server: str) -> str:
+    """Why a registered tool is not listed to clients now."""
+    missing = [v for v in entry.requires_env or () if not os.environ.get(v)]
+    if missing:
+        return f"needs {', '.join(missing)} in the environment"
+    if server:
+        state = next((str(getattr(st.state, "value", st.state))
+                      for st in hub.upstreams.statuses() if st.name == server), "gone")
+        if state != "ready":
+            return f"server {server} is {state}"
+    return _OFF_BUILTINS.get(entry.toolset, "its availability check does not pass now")
+
+
+#: Why a builtin toolset is not listed, when its check does not pass (docs/builtins.md).
+_OFF_BUILTINS = {
+    "file": "set [builtins.file] roots to list it",
+    "terminal": "set [builtins.terminal] enabled = true to list it (never on a non-loopback "
+                "bind without auth)",
+}
 
 
 def _tools_remote(args: argparse.Namespace, remote: RemoteHub) -> int:

@@ -96,6 +96,8 @@ async def test_status_tools_and_call_ask_the_running_hub(tmp_path: Path) -> None
                     f"{base}/status.json",
                     headers={"Authorization": f"Bearer {TOKEN}"})).json()["recent_calls"]
             assert [c["tool"] for c in seen_calls].count("echo_add") == 2
+            for proc in (refused, status, flagged, listed, only, called):
+                assert TOKEN not in proc.stdout + proc.stderr
 
 
 async def test_without_a_running_hub_they_start_the_servers_and_say_so(tmp_path: Path) -> None:
@@ -109,6 +111,10 @@ async def test_without_a_running_hub_they_start_the_servers_and_say_so(tmp_path:
         assert f"no hub answers at http://127.0.0.1:{port}" in listed.stderr
         assert "started 1 server" in listed.stderr
         assert "INFO" not in listed.stderr
+
+        table = await _run("tools", *c)
+        assert "(unavailable: set [builtins.file] roots to list it)" in table.stdout
+        assert "(unavailable)" not in table.stdout
 
         status = await _run("status", *c)
         assert status.returncode == 0, status.stderr

@@ -46,6 +46,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 def test_add_and_remove_edit_the_file_in_place(tmp_path: Path) -> None:
     config = tmp_path / "servers.toml"
     config.write_text(ORIGINAL)
+    config.chmod(0o600)
     added = _cli("add", "memory", "--config", str(config), "--env", "TOKEN=${MEMORY_TOKEN}",
                  "--", "npx", "-y", "@modelcontextprotocol/server-memory", "--flag")
     assert added.returncode == 0, added.stderr
@@ -60,6 +61,8 @@ def test_add_and_remove_edit_the_file_in_place(tmp_path: Path) -> None:
         "[tool_search]")
     assert tomllib.loads(text)["servers"]["memory"]["args"][-1] == "--flag"
     assert (tmp_path / "servers.toml.bak").read_text() == ORIGINAL
+    for kept in (config, tmp_path / "servers.toml.bak"):  # it may hold tokens
+        assert kept.stat().st_mode & 0o777 == 0o600
     assert "picks the change up" in added.stderr
 
     web = _cli("add", "web", "--url", "https://example.test/sse", "--transport", "sse",
