@@ -182,7 +182,8 @@ def _url_entry(client: str, url: str, token_env: str | None,
     """The entry of a running HTTP hub; with ``token_env``, a bearer token the client
     reads from that environment variable itself (the token is never written)."""
     if client == "claude-desktop":
-        raise HubError("Claude Desktop's config file only starts local (stdio) servers: leave "
+        raise HubError("Claude Desktop's config file only starts local (stdio) servers (a URL "
+                       "is added under Settings > Connectors, from Anthropic's cloud): leave "
                        "out --url (it starts its own hub), or bridge to the running hub with "
                        "mcp-remote (docs/clients.md, \"A running hub from a stdio-only client\")")
     entry: dict[str, Any] = {"url": url} if client == "cursor" else {"type": "http", "url": url}
