@@ -22,6 +22,7 @@ from mcp_hub.redact import RedactingFilter, add_secrets, redact
 
 if TYPE_CHECKING:
     from mcp_hub.config import HubConfig
+    from mcp_hub.hub_client import RemoteHub
 
 # Everything heavier (the MCP SDK, pydantic models) is imported inside the commands,
 # after main() has started the stdio upstreams (see mcp_hub.prespawn).
@@ -84,8 +85,71 @@ def _load(args: argparse.Namespace) -> HubConfig:
 
     config = load_config(args.config)
     add_secrets(config.secret_values)
-    setup_logging(args.log_level or config.hub.log_level, args.log_format or config.hub.log_format)
+    # What tools/call/status print is their output: the hub's INFO lines are not part of it.
+    default = "warning" if args.command in _QUIET_COMMANDS else config.hub.log_level
+    setup_logging(args.log_level or default, args.log_format or config.hub.log_format)
     return config
+
+
+def _only_server(config: HubConfig, server: str | None) -> None:
+    """``--server NAME``: every other server of ``config`` stays disabled."""
+    from mcp_hub.hub_errors import HubError
+
+    if server is None:
+        return
+    if server not in config.servers:
+        raise HubError(f"--server {server}: no such server in {config.source or 'the config'} "
+                       f"(servers: {', '.join(sorted(config.servers)) or 'none'})")
+    for name, settings in config.servers.items():
+        settings.enabled = settings.enabled and name == server
+
+
+def _started_here(config: HubConfig, args: argparse.Namespace) -> None:
+    """Say that the command started the config's servers itself, and why."""
+    where = getattr(args, "probed", None)
+    why = f"no hub answers at {where}" if where else "--local"
+    count = len(config.enabled_servers())
+    print(f"mcp-hub: {why}: started {count} server{'s' if count != 1 else ''} of "
+          f"{config.source or 'the config'} here", file=sys.stderr)
+
+
+def _asked(remote: RemoteHub) -> None:
+    print(f"mcp-hub: asked the hub at {remote.base} (--local starts the servers here instead)",
+          file=sys.stderr)
+
+
+def _server_prefix(args: argparse.Namespace) -> str | None:
+    """``--server NAME``'s tool-name prefix with its separator, from the config."""
+    if not getattr(args, "server", None):
+        return None
+    config = _load(args)
+    _only_server(config, args.server)
+    prefix = config.servers[args.server].effective_prefix(args.server)
+    return prefix + config.hub.tool_name_separator if prefix else ""
+
+
+def remote_hub(args: argparse.Namespace) -> RemoteHub | None:
+    """The running hub ``status``/``tools``/``call`` ask: ``--url``, else the config's
+    ``[hub.http]`` address when something answers there; None: none (or ``--local``)."""
+    from mcp_hub import hub_address
+
+    if getattr(args, "local", False):
+        return None
+    token = getattr(args, "token", None) or os.environ.get("MCP_HUB_TOKEN") or None
+    url = getattr(args, "url", None)
+    if url:
+        url = url.rstrip("/")
+        return _remote(url[: -len("/mcp")] if url.endswith("/mcp") else url, token)
+    host, port = hub_address.configured_address(prespawn.find_config_path(args.config))
+    base = hub_address.base_url(host, port)
+    args.probed = base
+    return _remote(base, token) if hub_address.answers(host, port) else None
+
+
+def _remote(base: str, token: str | None) -> RemoteHub:
+    from mcp_hub.hub_client import RemoteHub
+
+    return RemoteHub(base, token)
 
 
 # ---------------------------------------------------------------------------- commands
@@ -122,7 +186,16 @@ async def _with_hub(config: HubConfig, fn: Any, *, wait: bool = True) -> Any:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    remote = args.remote
+    if remote is not None and not args.tokens and not args.profile:
+        return _tools_remote(args, remote)
     config = _load(args)
+    _only_server(config, args.server)
+    if remote is not None:
+        print("mcp-hub: --tokens and --profile need every definition: started the servers here",
+              file=sys.stderr)
+    else:
+        _started_here(config, args)
 
     async def run(hub: Any) -> int:
         from mcp_hub.naming import server_of_toolset
@@ -133,8 +206,12 @@ def cmd_tools(args: argparse.Namespace) -> int:
         for name in sorted(entries):
             e = entries[name]
             server = server_of_toolset(e.toolset) or ""
+            if args.server and server != args.server:
+                continue
+            available = hub.registry.is_available(e)
             rows.append({"name": name, "server": server, "toolset": e.toolset,
-                         "origin": e.origin, "available": hub.registry.is_available(e),
+                         "origin": e.origin, "available": available,
+                         **({} if available else {"unavailable": _unavailable(hub, e, server)}),
                          "description": (e.description or "").strip().splitlines()[0][:100]
                          if e.description else "", **rewrite_fields(hub, server, name, args.profile)})
         rejected = hub.status()["rejected_tools"]
@@ -156,7 +233,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         width = max((len(r["name"]) for r in rows), default=10)
         print(f"{'TOOL':<{width}}  {'TOOLSET':<20}  DESCRIPTION")
         for r in rows:
-            mark = "" if r["available"] else " (unavailable)"
+            mark = "" if r["available"] else f" (unavailable: {r['unavailable']})"
             print(f"{r['name']:<{width}}  {r['toolset']:<20}  {r['description']}{mark}")
         print(f"\n{len(rows)} tools", file=sys.stdout)
         for r in rejected:
@@ -168,6 +245,48 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return 0
 
     return int(run_async(lambda: _with_hub(config, run)))
+
+
+def _unavailable(hub: Any, entry: Any, server: str) -> str:
+    """Why a registered tool is not listed to clients now."""
+    missing = [v for v in entry.requires_env or () if not os.environ.get(v)]
+    if missing:
+        return f"needs {', '.join(missing)} in the environment"
+    if server:
+        state = next((str(getattr(st.state, "value", st.state))
+                      for st in hub.upstreams.statuses() if st.name == server), "gone")
+        if state != "ready":
+            return f"server {server} is {state}"
+    return _OFF_BUILTINS.get(entry.toolset, "its availability check does not pass now")
+
+
+#: Why a builtin toolset is not listed, when its check does not pass (docs/builtins.md).
+_OFF_BUILTINS = {
+    "file": "set [builtins.file] roots to list it",
+    "terminal": "set [builtins.terminal] enabled = true to list it (never on a non-loopback "
+                "bind without auth)",
+}
+
+
+def _tools_remote(args: argparse.Namespace, remote: RemoteHub) -> int:
+    """``mcp-hub tools`` against a running hub: what it lists to a client like this one."""
+    prefix = _server_prefix(args)
+    _asked(remote)
+    tools = remote.list_tools()
+    if prefix is not None:
+        tools = [t for t in tools if str(t.get("name", "")).startswith(prefix)]
+    rows = [{"name": str(t.get("name", "")),
+             "description": (str(t.get("description") or "").strip().splitlines() or [""])[0][:100]}
+            for t in tools]
+    if args.json:
+        print(json.dumps({"hub": remote.base, "tools": rows}, indent=2))
+        return 0
+    width = max((len(r["name"]) for r in rows), default=10)
+    print(f"{'TOOL':<{width}}  DESCRIPTION")
+    for r in sorted(rows, key=lambda r: r["name"]):
+        print(f"{r['name']:<{width}}  {r['description']}")
+    print(f"\n{len(rows)} tools, as the hub at {remote.base} lists them to clients")
+    return 0
 
 
 def rewrite_fields(hub: Any, server: str, name: str, profile: str | None) -> dict[str, Any]:
@@ -240,18 +359,35 @@ def rewrite_problems(hub: Any) -> list[str]:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
-    from mcp_hub.errors import HubError
+    from mcp_hub.hub_errors import HubError
 
-    config = _load(args)
     try:
         arguments = json.loads(args.args) if args.args else {}
     except json.JSONDecodeError as exc:
         raise HubError(f"--args: not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise HubError("--args: must be a JSON object")
+    remote = args.remote
+    if remote is not None:
+        prefix = _server_prefix(args)
+        name = args.name if not prefix or args.name.startswith(prefix) else prefix + args.name
+        _asked(remote)
+        answer = remote.call_tool(name, arguments)
+        print(json.dumps(answer, indent=2))
+        return 1 if answer.get("isError") else 0
+    config = _load(args)
+    _only_server(config, args.server)
+    _started_here(config, args)
+    prefix = None
+    if args.server:
+        own = config.servers[args.server].effective_prefix(args.server)
+        prefix = own + config.hub.tool_name_separator if own else ""
 
     async def run(hub: Any) -> int:
-        result = await hub.call_tool(args.name, arguments)
+        name = args.name
+        if prefix and not name.startswith(prefix) and name not in hub.registry.snapshot():
+            name = prefix + name
+        result = await hub.call_tool(name, arguments)
         print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True),
                          indent=2))
         return 1 if result.is_error else 0
@@ -260,20 +396,23 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    import httpx2
+    remote = args.remote
+    if remote is None:
+        config = _load(args)
+        _only_server(config, args.server)
+        _started_here(config, args)
 
-    headers = {}
-    token = args.token or os.environ.get("MCP_HUB_TOKEN")
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    url = args.url.rstrip("/")
-    if url.endswith("/mcp"):
-        url = url[: -len("/mcp")]
-    response = httpx2.get(f"{url}/status.json", headers=headers, timeout=10)
-    if response.status_code != 200:
-        print(f"error: {url}/status.json answered HTTP {response.status_code}", file=sys.stderr)
-        return 1
-    status = response.json()
+        async def local(hub: Any) -> int:
+            return _print_status(args, hub.status())
+
+        return int(run_async(lambda: _with_hub(config, local)))
+    _asked(remote)
+    return _print_status(args, remote.status())
+
+
+def _print_status(args: argparse.Namespace, status: dict[str, Any]) -> int:
+    if args.server:
+        status["upstreams"] = [u for u in status["upstreams"] if u["name"] == args.server]
     if args.json:
         print(json.dumps(status, indent=2))
         return 0
@@ -295,11 +434,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def snippet(client: str, *, config_path: str | None, url: str | None, name: str) -> dict[str, Any]:
+def snippet(client: str, *, config_path: str | None, url: str | None, name: str,
+            token_env: str | None = None) -> dict[str, Any]:
     """The JSON that registers this hub in ``client``'s MCP configuration."""
     from mcp_hub.client_commands import snippet as build
 
-    return build(client, config_path=config_path, url=url, name=name)
+    return build(client, config_path=config_path, url=url, name=name, token_env=token_env)
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -389,7 +529,8 @@ def _add_hub_commands(sub: SubParsers[argparse.ArgumentParser], common: argparse
     p.add_argument("--port-file", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("tools", parents=[common], help="list the merged tools")
+    p = sub.add_parser("tools", parents=[common, _client_options()],
+                       help="list the tools (of the running hub, or of servers started here)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--tokens", action="store_true",
                    help="estimate definition tokens with and without tool_search bridging")
@@ -400,16 +541,28 @@ def _add_hub_commands(sub: SubParsers[argparse.ArgumentParser], common: argparse
                        help="validate the config and probe every server")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("call", parents=[common], help="call one tool through an in-process hub")
-    p.add_argument("name")
+    p = sub.add_parser("call", parents=[common, _client_options()],
+                       help="call one tool (through the running hub, or servers started here)")
+    p.add_argument("name", help="the tool's name (with --server: also its name upstream)")
     p.add_argument("--args", default="{}", help="JSON object of arguments")
     p.set_defaults(func=cmd_call)
 
-    p = sub.add_parser("status", parents=[common], help="show the status of a running HTTP hub")
-    p.add_argument("--url", required=True, help="the hub's base URL or its /mcp URL")
-    p.add_argument("--token", help="bearer token (default $MCP_HUB_TOKEN)")
+    p = sub.add_parser("status", parents=[common, _client_options()],
+                       help="the status of the running hub (or of servers started here)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_status)
+
+
+def _client_options() -> argparse.ArgumentParser:
+    """What ``status``, ``tools`` and ``call`` share: which hub to ask, and how."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--url", help="a running hub's base URL or /mcp URL (default: [hub.http] "
+                                 "host and port of the config)")
+    p.add_argument("--token", help="bearer token for the running hub (default $MCP_HUB_TOKEN)")
+    p.add_argument("--server", help="only this server's tools / status")
+    p.add_argument("--local", action="store_true",
+                   help="start the config's servers here even when a hub is running")
+    return p
 
 
 def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
@@ -421,6 +574,7 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
                         help="print the JSON that registers this hub in a client")
     s.add_argument("client", choices=_CLIENTS)
     s.add_argument("--url", help="point the client at a running HTTP hub instead of stdio")
+    s.add_argument("--token-env", metavar="NAME", help=_TOKEN_ENV_HELP)
     s.add_argument("--name", default="mcp-hub", help="the server name in the client's config")
     s.set_defaults(func=cmd_config)
     for verb, text in (("install", "write the hub into a client's MCP config (backed up first)"),
@@ -431,6 +585,7 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
         p.add_argument("--file", help="the client's config file (default: its usual location)")
         if verb == "install":
             p.add_argument("--url", help="register a running HTTP hub instead of stdio")
+            p.add_argument("--token-env", metavar="NAME", help=_TOKEN_ENV_HELP)
             p.add_argument("--force", action="store_true",
                            help="replace a different entry of the same name")
         p.set_defaults(func=cmd_install)
@@ -444,6 +599,9 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
     a.set_defaults(func=cmd_pins)
 
     oauth_commands.add_parsers(sub, common, _load, run_async)
+    from mcp_hub.cli_servers import add_parsers as add_server_parsers
+
+    add_server_parsers(sub, common, cmd_add_server)
     p = sub.add_parser("import", parents=[common],
                        help="convert a client's MCP config into servers.toml entries")
     p.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])
@@ -453,17 +611,46 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
 
 
 _CLIENTS = ["claude-desktop", "claude-code", "cursor", "vscode"]
-_PRESPAWN_COMMANDS = frozenset({"serve", "tools", "check", "call"})
+_TOKEN_ENV_HELP = ("with --url: the client sends 'Authorization: Bearer' with the value of "
+                   "this environment variable (read by the client; the token is not written)")
+_PRESPAWN_COMMANDS = frozenset({"serve", "tools", "check", "call", "status"})
+#: Commands that ask a running hub when one serves the config.
+_CLIENT_COMMANDS = frozenset({"tools", "call", "status"})
+#: Commands whose stdout is their answer: the hub's INFO log lines stay out of the terminal.
+_QUIET_COMMANDS = _CLIENT_COMMANDS
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; what follows ``--`` is the command line of ``add`` (argparse would
+    not give a ``*`` positional the words after options)."""
+    if "--" not in argv:
+        return parser.parse_args(argv)
+    cut = argv.index("--")
+    args = parser.parse_args(argv[:cut])
+    if getattr(args, "func", None) is not cmd_add_server:
+        return parser.parse_args(argv)
+    if args.argv:
+        parser.error(f"put the whole command after `--`, not {args.argv[0]!r} before it")
+    args.argv = argv[cut + 1:]
+    return args
+
+
+def cmd_add_server(args: argparse.Namespace) -> int:
+    from mcp_hub.cli_servers import cmd_add
+
+    return cmd_add(args)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``mcp-hub`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command in _PRESPAWN_COMMANDS:
+    args = _parse(parser, sys.argv[1:] if argv is None else argv)
+    args.remote = remote_hub(args) if args.command in _CLIENT_COMMANDS else None
+    if args.command in _PRESPAWN_COMMANDS and args.remote is None \
+            and not getattr(args, "server", None):
         # Upstreams start importing their SDKs while the hub imports its own.
         prespawn.start(prespawn.find_config_path(args.config))
-    from mcp_hub.errors import ConfigError, HubError
+    from mcp_hub.hub_errors import ConfigError, HubError
 
     try:
         return int(args.func(args))

@@ -77,11 +77,13 @@ def _warn(warnings: list[str]) -> None:
         print(f"mcp-hub: warning: {warning}", file=sys.stderr)
 
 
-def snippet(client: str, *, config_path: str | None, url: str | None, name: str) -> dict[str, Any]:
+def snippet(client: str, *, config_path: str | None, url: str | None, name: str,
+            token_env: str | None = None) -> dict[str, Any]:
     """The JSON that registers this hub in ``client``'s MCP configuration (warnings dropped)."""
     path = Path(config_path) if config_path else None
     config = load_config(path) if path is not None and path.is_file() else None
-    entry, _ = launch.client_entry(client, config=config, config_path=path, url=url)
+    entry, _ = launch.client_entry(client, config=config, config_path=path, url=url,
+                                   token_env=token_env)
     return launch.snippet(client, entry, name)
 
 
@@ -89,7 +91,7 @@ def run_snippet(args: argparse.Namespace) -> int:
     """``mcp-hub config snippet CLIENT``: print the JSON to paste."""
     config, path, notes = (None, None, []) if args.url else _config(args.config)
     entry, warnings = launch.client_entry(args.client, config=config, config_path=path,
-                                          url=args.url)
+                                          url=args.url, token_env=args.token_env)
     _warn(warnings + notes)
     print(json.dumps(launch.snippet(args.client, entry, args.name), indent=2))
     return 0
@@ -103,7 +105,7 @@ def run_install(args: argparse.Namespace) -> int:
     """``mcp-hub install CLIENT``: write the hub into the client's own config."""
     config, path, notes = (None, None, []) if args.url else _config(args.config)
     entry, warnings = launch.client_entry(args.client, config=config, config_path=path,
-                                          url=args.url)
+                                          url=args.url, token_env=args.token_env)
     _warn(warnings + notes)
     done = install.install(_target(args), args.name, entry, force=args.force,
                            use_cli=not args.file)

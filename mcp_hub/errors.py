@@ -34,7 +34,8 @@ Where they are translated:
 
 Programming errors of a plugin (``ValueError``/``PermissionError`` from
 ``ToolRegistry.register``) are not translated: they fail the plugin's load.
-This module imports nothing of the project so every other module can import it.
+This module imports nothing of the project but :mod:`mcp_hub.hub_errors` (``HubError`` and
+``ConfigError``, standard library only) so every other module can import it.
 """
 
 from __future__ import annotations
@@ -44,16 +45,10 @@ from collections.abc import Sequence
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
+from mcp_hub.hub_errors import ConfigError, HubError
+
 __all__ = ["ConfigError", "HubError", "IncompatibleLibrary", "UnknownToolError", "UpstreamError",
            "resource_not_found"]
-
-
-class HubError(Exception):
-    """Base class of every error the hub raises on its own behalf."""
-
-
-class ConfigError(HubError):
-    """The configuration is invalid; the message says where and how to fix it."""
 
 
 class IncompatibleLibrary(HubError):

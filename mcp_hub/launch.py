@@ -16,6 +16,8 @@ now becomes a warning.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
@@ -35,8 +37,10 @@ __all__ = [
     "child_path",
     "child_path_lines",
     "client_entry",
+    "connect_hint",
     "hub_command",
     "needs",
+    "shell_command",
     "snippet",
 ]
 
@@ -120,6 +124,46 @@ def hub_command() -> list[str]:
     return [sys.executable, "-m", "mcp_hub"]
 
 
+def shell_command() -> str:
+    """How to type this installation's ``mcp-hub`` in a shell here: ``mcp-hub`` when PATH
+    finds this very script, else its path (relative when it is under the current folder)."""
+    argv = hub_command()
+    if len(argv) > 1:
+        return " ".join(shlex.quote(a) for a in argv)
+    script = argv[0]
+    found = shutil.which("mcp-hub")
+    try:
+        if found and os.path.samefile(found, script):
+            return "mcp-hub"
+    except OSError:
+        pass
+    shown = os.path.relpath(script)
+    if shown.startswith(".."):
+        shown = script
+    return shlex.quote(shown)
+
+
+def connect_hint(url: str, config_path: Path | None, *, tokens: bool) -> list[str]:
+    """The lines the HTTP hub prints at start: commands that register it in each client,
+    as they can be typed here (with ``--token-env`` when the hub asks for a token)."""
+    cmd = shell_command()
+    config = f" --config {shlex.quote(str(config_path.resolve()))}" if config_path else ""
+    token = " --token-env MCP_HUB_TOKEN" if tokens else ""
+    lines = [
+        "connect a client (each command writes the client's config, backed up first; "
+        "`config snippet` instead of `install` prints it to paste):",
+        f"  {cmd} install claude-code --url {url}{token}",
+        f"  {cmd} install cursor --url {url}{token}",
+        f"  {cmd} install vscode --url {url}{token}",
+        f"  {cmd} install claude-desktop{config}",
+        "  (Claude Desktop starts a hub of its own over stdio; docs/clients.md)",
+    ]
+    if cmd != "mcp-hub" and os.path.isfile(os.path.join(commands.hub_bin_dir(), "activate")):
+        activate = shlex.quote(os.path.join(os.path.dirname(shlex.split(cmd)[0]), "activate"))
+        lines.append(f"  (`. {activate}` puts mcp-hub on this shell's PATH)")
+    return lines
+
+
 def _snippet_path(found: Needs, environ: Mapping[str, str]) -> str:
     if sys.platform == "win32":
         rest = environ.get("PATH", "").split(os.pathsep)
@@ -128,19 +172,47 @@ def _snippet_path(found: Needs, environ: Mapping[str, str]) -> str:
     return commands.SearchPath(tuple(found.dirs)).path(os.pathsep.join(rest)) or ""
 
 
+#: How each client writes "the value of environment variable NAME" in its config file.
+_ENV_REFERENCE = {"claude-code": "${{{}}}", "cursor": "${{env:{}}}", "vscode": "${{env:{}}}"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _url_entry(client: str, url: str, token_env: str | None,
+               env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The entry of a running HTTP hub; with ``token_env``, a bearer token the client
+    reads from that environment variable itself (the token is never written)."""
+    if client == "claude-desktop":
+        raise HubError("Claude Desktop's config file only starts local (stdio) servers (a URL "
+                       "is added under Settings > Connectors, from Anthropic's cloud): leave "
+                       "out --url (it starts its own hub), or bridge to the running hub with "
+                       "mcp-remote (docs/clients.md, \"A running hub from a stdio-only client\")")
+    entry: dict[str, Any] = {"url": url} if client == "cursor" else {"type": "http", "url": url}
+    warnings: list[str] = []
+    if token_env is not None:
+        if not _ENV_NAME.match(token_env):
+            raise HubError(f"--token-env {token_env!r}: give the name of an environment "
+                           "variable (e.g. MCP_HUB_TOKEN), not the token")
+        reference = _ENV_REFERENCE[client].format(token_env)
+        entry["headers"] = {"Authorization": f"Bearer {reference}"}
+        if token_env not in env:
+            warnings.append(f"{token_env} is not set here; the client reads it from the "
+                            "environment it is started in")
+    return entry, warnings
+
+
 def client_entry(
     client: str, *, config: HubConfig | None, config_path: Path | None, url: str | None,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None, token_env: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The client's entry for the hub (stdio unless ``url``) and warnings about it."""
     if client not in CLIENTS:
         raise HubError(f"unknown client {client!r}; choose one of {', '.join(CLIENTS)}")
-    if url:
-        if client == "claude-desktop":
-            raise HubError("Claude Desktop's config file only starts local (stdio) servers; a URL "
-                           "is added under Settings > Connectors instead. Leave out --url.")
-        return ({"url": url} if client == "cursor" else {"type": "http", "url": url}), []
     env = os.environ if environ is None else environ
+    if url:
+        return _url_entry(client, url, token_env, env)
+    if token_env is not None:
+        raise HubError("--token-env goes with --url: a hub the client starts over stdio "
+                       "needs no token")
     warnings: list[str] = []
     argv = hub_command()
     args = [*argv[1:], "serve"]

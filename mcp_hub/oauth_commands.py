@@ -10,14 +10,16 @@ import argparse
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_hub.config import HubConfig, ServerConfig
-from mcp_hub.errors import ConfigError
+from mcp_hub.hub_errors import ConfigError
+
+if TYPE_CHECKING:  # the CLI builds its parser without importing the models
+    from mcp_hub.config import HubConfig, ServerConfig
 
 __all__ = ["add_parsers", "token_store_line"]
 
-Load = Callable[[argparse.Namespace], HubConfig]
+Load = Callable[[argparse.Namespace], "HubConfig"]
 Run = Callable[[Callable[[], Any]], Any]
 
 

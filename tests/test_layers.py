@@ -22,7 +22,7 @@ BUILTINS = ROOT / "builtin_tools"
 
 #: The registry and the small modules it is made of: they import only each other (and naming).
 REGISTRY = {"mcp_hub.registry", "mcp_hub.definitions", "mcp_hub.frozen", "mcp_hub.tool_entry",
-            "mcp_hub.tool_results", "mcp_hub.errors", "mcp_hub.steps"}
+            "mcp_hub.tool_results", "mcp_hub.errors", "mcp_hub.hub_errors", "mcp_hub.steps"}
 #: What the pipeline may import: the registry, argument coercion, hooks, the call context,
 #: the quick argument check (a standard-library leaf).
 PIPELINE = REGISTRY | {"mcp_hub.pipeline", "mcp_hub.coerce", "mcp_hub.hooks", "mcp_hub.context",

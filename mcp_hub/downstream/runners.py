@@ -165,11 +165,10 @@ async def serve_http(
             f"(SSE: {endpoints['sse']}, status: {endpoints['status']})",
             file=sys.stderr, flush=True,
         )
-        print(
-            f"connect a client: point it at {endpoints['streamable_http']}, or print its config with "
-            f"`mcp-hub config snippet claude-desktop|cursor|vscode --url {endpoints['streamable_http']}`",
-            file=sys.stderr, flush=True,
-        )
+        from mcp_hub.launch import connect_hint
+
+        for line in connect_hint(endpoints["streamable_http"], config.source, tokens=bool(tokens)):
+            print(line, file=sys.stderr, flush=True)
         if port_file is not None:
             await anyio.Path(port_file).write_text(str(actual_port))
         async with anyio.create_task_group() as tg:
