@@ -37,6 +37,7 @@ from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
 from mcp_hub.naming import is_upstream_toolset
 from mcp_hub.oauth_settings import OAuthSettings
+from mcp_hub.redact import own
 from mcp_hub.rewrite.settings import ToolRewrite
 from mcp_hub.telemetry.settings import TelemetryConfig
 
@@ -200,6 +201,10 @@ class HubSettings(_Model):
         return value
 
 
+#: The setting that makes a server an OAuth client, as the hub's hints spell it.
+AUTH_OAUTH = 'auth = "oauth"'
+
+
 class ServerConfig(_Model):
     """``[servers.NAME]``: one upstream MCP server (stdio, Streamable HTTP or SSE)."""
 
@@ -260,7 +265,8 @@ class ServerConfig(_Model):
         if self.auth == "oauth" and self.transport == "stdio":
             raise ValueError("auth 'oauth' needs an http or sse server ('url')")
         if self.oauth_per_user and (self.auth != "oauth" or self.oauth.grant != "authorization_code"):
-            raise ValueError("oauth_per_user needs auth = \"oauth\" with the authorization_code grant")
+            raise ValueError(f"oauth_per_user needs {own(AUTH_OAUTH)} with the "
+                             "authorization_code grant")
         return self
 
     @property
@@ -560,7 +566,7 @@ def _interpolate_str(
             owner = f"server '{path[1]}', key '{'.'.join(path[2:])}': "
         raise ConfigError(
             f"{label}: {where}: {owner}environment variable {var} is not set "
-            f"(set it, or write ${{{var}:-default}})"
+            f"(set it, or write {own('${' + var + ':-default}')})"
         )
 
     return _VAR_RE.sub(replace, value)

@@ -12,8 +12,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from mcp_hub.config import HubConfig, ServerConfig
+from mcp_hub.config import AUTH_OAUTH, HubConfig, ServerConfig
 from mcp_hub.errors import ConfigError
+from mcp_hub.redact import own
 
 __all__ = ["add_parsers", "token_store_line"]
 
@@ -27,7 +28,7 @@ def _server(config: HubConfig, name: str) -> ServerConfig:
         known = ", ".join(sorted(config.servers)) or "none"
         raise ConfigError(f"no server named {name!r} (servers: {known})")
     if server.auth != "oauth":
-        raise ConfigError(f"servers.{name}: set auth = \"oauth\" to log in to it")
+        raise ConfigError(f"servers.{name}: set {own(AUTH_OAUTH)} to log in to it")
     return server
 
 
