@@ -365,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--config", "-c", help="path to servers.toml (default: search order)")
     common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     common.add_argument("--log-format", choices=["text", "json"])
+    common.add_argument("--debug", action="store_true",
+                        help="on failure, print the traceback too")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_hub_commands(sub, common)
     _add_client_commands(sub, common)
@@ -463,21 +465,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in _PRESPAWN_COMMANDS:
         # Upstreams start importing their SDKs while the hub imports its own.
         prespawn.start(prespawn.find_config_path(args.config))
-    from mcp_hub.errors import ConfigError, HubError
+    from mcp_hub.cli_errors import report
 
     try:
         return int(args.func(args))
-    except ConfigError as exc:
-        print(f"mcp-hub: config error: {redact(str(exc))}", file=sys.stderr)
-        return 2
-    except HubError as exc:
-        print(f"mcp-hub: {redact(str(exc))}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
-    except OSError as exc:
-        print(f"mcp-hub: {redact(str(exc))}", file=sys.stderr)
-        return 1
+    except Exception as exc:  # every failure is one line with the fix (--debug: traceback)
+        return report(exc, debug=args.debug)
     finally:
         prespawn.discard_all()
 
