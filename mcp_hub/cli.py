@@ -315,31 +315,9 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    import tomllib
+    from mcp_hub.import_command import run_import
 
-    from mcp_hub.errors import ConfigError
-    from mcp_hub.importer import import_client_config
-
-    target = Path(args.output) if args.output else None
-    existing: list[str] = []
-    if target is not None and target.exists():
-        try:
-            existing = list(tomllib.loads(target.read_text(encoding="utf-8")).get("servers", {}))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{target}: invalid TOML: {exc}") from None
-    text, warnings = import_client_config(
-        args.client, Path(args.path) if args.path else None, existing_names=existing)
-    for warning in warnings:
-        print(f"mcp-hub: warning: {warning}", file=sys.stderr)
-    if target is None:
-        sys.stdout.write(text)
-        return 0
-    with target.open("a", encoding="utf-8") as out:
-        if target.stat().st_size:
-            out.write("\n")
-        out.write(text)
-    print(f"mcp-hub: appended to {target}", file=sys.stderr)
-    return 0
+    return run_import(args)
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
@@ -451,6 +429,8 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
     p.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])
     p.add_argument("path", nargs="?", help="the client's config file (default: its usual location)")
     p.add_argument("--output", "-o", help="append to this servers.toml instead of printing")
+    p.add_argument("--update", action="store_true",
+                   help="refresh servers the target has already (default: skip them)")
     p.set_defaults(func=cmd_import)
 
 
