@@ -235,7 +235,8 @@ def rewrite_problems(hub: Any) -> list[str]:
     others = {n: e.toolset for n, e in hub.registry.snapshot().items()
               if not is_upstream_toolset(e.toolset)}
     found: list[str] = problems(config.servers, listings, config.profiles, others,
-                                config.hub.tool_name_separator, config.hub.max_tool_name_length)
+                                config.hub.tool_name_separator, config.hub.max_tool_name_length,
+                                dedupe=config.hub.dedupe_prefix)
     return found
 
 

@@ -162,6 +162,9 @@ class HubSettings(_Model):
     name: str = "mcp-hub"
     tool_name_separator: str = Field(default="_", pattern=r"^[A-Za-z0-9_-]{0,3}$")
     max_tool_name_length: int = Field(default=64, ge=16, le=256)
+    #: A tool or prompt whose name already starts with its server's prefix keeps it as is
+    #: (``git_add``, not ``git_git_add``); false: every name is prefixed (mcp_hub.naming).
+    dedupe_prefix: bool = True
     startup_timeout: float = Field(default=15.0, ge=0)
     #: On SIGTERM/SIGINT, how long calls in flight may still run before they are cancelled.
     drain_seconds: float = Field(default=10.0, ge=0)
