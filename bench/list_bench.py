@@ -345,7 +345,7 @@ async def http_phases(args: argparse.Namespace, port: int, n: int, out: list[str
     for name in ("quiet", "busy_gzip", "quiet1", "busy_fast", "quiet2", "busy_sdk", "quiet3",
                  "static_gzip", "static_fast", "static_calm", "static_bursts", "bursts", "calm"):
         r[name] = Sample()
-    async with CallerProc(port, "echo_echo") as caller:
+    async with CallerProc(port, "echo") as caller:
         await calls_while(caller, seconds, r["quiet"], label="quiet")
         r["lists_gzip"] = await calls_while(caller, seconds, r["busy_gzip"], zipper,
                                             label="a client lists in a loop (fast path, gzip)")

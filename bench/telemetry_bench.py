@@ -200,8 +200,8 @@ async def run(args: argparse.Namespace) -> list[list[str]]:
                 await hub.wait_ready(30)
             hubs = {"off": (off, upstream_pid("off")), "on": (on, upstream_pid("on"))}
             for label, tool, meta in (("local", "bench_noop", None),
-                                      ("upstream", "echo_echo", None),
-                                      ("upstream, traced client", "echo_echo", CLIENT_CONTEXT)):
+                                      ("upstream", "echo", None),
+                                      ("upstream, traced client", "echo", CLIENT_CONTEXT)):
                 rows.append(await _compare(args, label, tool, hubs, meta))
     return rows
 
@@ -303,11 +303,11 @@ def on_path_us(loops: int = 20_000) -> tuple[float, float]:
     result = CallToolResult(content=[])
 
     def server(call: CallContext, request: Any) -> None:
-        with tel.serve("echo_echo", call) as traced:
+        with tel.serve("echo", call) as traced:
             traced.done(result)
 
     def both(call: CallContext, request: Any) -> None:
-        with tel.serve("echo_echo", call) as traced:
+        with tel.serve("echo", call) as traced:
             with client_span(call, "echo", request, "stdio") as upstream:
                 upstream.done(result)
             traced.done(result)
@@ -321,7 +321,7 @@ def on_path_us(loops: int = 20_000) -> tuple[float, float]:
             tel.drain()
             started = time.perf_counter()
             for i in range(loops):
-                fn(CallContext(tool_name="echo_echo", request_id=i),
+                fn(CallContext(tool_name="echo", request_id=i),
                    CallToolRequest(params=CallToolRequestParams(name="echo", arguments={})))
             best[fn] = min(best[fn], (time.perf_counter() - started) / loops * 1e6)
     return best[server] - best[neither], best[both] - best[neither]

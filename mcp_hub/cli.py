@@ -354,7 +354,8 @@ def rewrite_problems(hub: Any) -> list[str]:
     others = {n: e.toolset for n, e in hub.registry.snapshot().items()
               if not is_upstream_toolset(e.toolset)}
     found: list[str] = problems(config.servers, listings, config.profiles, others,
-                                config.hub.tool_name_separator, config.hub.max_tool_name_length)
+                                config.hub.tool_name_separator, config.hub.max_tool_name_length,
+                                dedupe=config.hub.dedupe_prefix)
     return found
 
 
@@ -455,31 +456,9 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    import tomllib
+    from mcp_hub.import_command import run_import
 
-    from mcp_hub.errors import ConfigError
-    from mcp_hub.importer import import_client_config
-
-    target = Path(args.output) if args.output else None
-    existing: list[str] = []
-    if target is not None and target.exists():
-        try:
-            existing = list(tomllib.loads(target.read_text(encoding="utf-8")).get("servers", {}))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{target}: invalid TOML: {exc}") from None
-    text, warnings = import_client_config(
-        args.client, Path(args.path) if args.path else None, existing_names=existing)
-    for warning in warnings:
-        print(f"mcp-hub: warning: {warning}", file=sys.stderr)
-    if target is None:
-        sys.stdout.write(text)
-        return 0
-    with target.open("a", encoding="utf-8") as out:
-        if target.stat().st_size:
-            out.write("\n")
-        out.write(text)
-    print(f"mcp-hub: appended to {target}", file=sys.stderr)
-    return 0
+    return run_import(args)
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
@@ -505,6 +484,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--config", "-c", help="path to servers.toml (default: search order)")
     common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     common.add_argument("--log-format", choices=["text", "json"])
+    common.add_argument("--debug", action="store_true",
+                        help="on failure, print the traceback too")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_hub_commands(sub, common)
     _add_client_commands(sub, common)
@@ -607,6 +588,8 @@ def _add_client_commands(sub: SubParsers[argparse.ArgumentParser],
     p.add_argument("client", choices=["claude-desktop", "cursor", "vscode"])
     p.add_argument("path", nargs="?", help="the client's config file (default: its usual location)")
     p.add_argument("--output", "-o", help="append to this servers.toml instead of printing")
+    p.add_argument("--update", action="store_true",
+                   help="refresh servers the target has already (default: skip them)")
     p.set_defaults(func=cmd_import)
 
 
@@ -650,21 +633,15 @@ def main(argv: list[str] | None = None) -> int:
             and not getattr(args, "server", None):
         # Upstreams start importing their SDKs while the hub imports its own.
         prespawn.start(prespawn.find_config_path(args.config))
-    from mcp_hub.hub_errors import ConfigError, HubError
 
     try:
         return int(args.func(args))
-    except ConfigError as exc:
-        print(f"mcp-hub: config error: {redact(str(exc))}", file=sys.stderr)
-        return 2
-    except HubError as exc:
-        print(f"mcp-hub: {redact(str(exc))}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
-    except OSError as exc:
-        print(f"mcp-hub: {redact(str(exc))}", file=sys.stderr)
-        return 1
+    except Exception as exc:  # every failure is one line with the fix (--debug: traceback)
+        from mcp_hub.cli_errors import report  # only on failure: the client side stays light
+
+        return report(exc, debug=args.debug)
     finally:
         prespawn.discard_all()
 

@@ -37,6 +37,7 @@ from mcp_hub.config_path import find_config_path
 from mcp_hub.errors import ConfigError
 from mcp_hub.naming import is_upstream_toolset
 from mcp_hub.oauth_settings import OAuthSettings
+from mcp_hub.redact import own
 from mcp_hub.rewrite.settings import ToolRewrite
 from mcp_hub.telemetry.settings import TelemetryConfig
 
@@ -53,6 +54,7 @@ __all__ = [
     "TerminalConfig",
     "ToolSearchConfig",
     "ToolsetConfig",
+    "UnsetVariable",
     "find_config",
     "load_config",
     "parse_config",
@@ -160,6 +162,9 @@ class HubSettings(_Model):
     name: str = "mcp-hub"
     tool_name_separator: str = Field(default="_", pattern=r"^[A-Za-z0-9_-]{0,3}$")
     max_tool_name_length: int = Field(default=64, ge=16, le=256)
+    #: A tool or prompt whose name already starts with its server's prefix keeps it as is
+    #: (``git_add``, not ``git_git_add``); false: every name is prefixed (mcp_hub.naming).
+    dedupe_prefix: bool = True
     startup_timeout: float = Field(default=15.0, ge=0)
     #: On SIGTERM/SIGINT, how long calls in flight may still run before they are cancelled.
     drain_seconds: float = Field(default=10.0, ge=0)
@@ -200,6 +205,10 @@ class HubSettings(_Model):
         return value
 
 
+#: The setting that makes a server an OAuth client, as the hub's hints spell it.
+AUTH_OAUTH = 'auth = "oauth"'
+
+
 class ServerConfig(_Model):
     """``[servers.NAME]``: one upstream MCP server (stdio, Streamable HTTP or SSE)."""
 
@@ -238,6 +247,14 @@ class ServerConfig(_Model):
     _search_path: commands.SearchPath = PrivateAttr(
         default_factory=lambda: commands.search_path([], True, os.getcwd()))
 
+    # Set by the loader when a ``${VAR}`` of this server is unset: why it cannot start.
+    _unset_variable: str | None = PrivateAttr(default=None)
+
+    @property
+    def unset_variable(self) -> str | None:
+        """Why this server cannot start (a ``${VAR}`` in it is unset), or None."""
+        return self._unset_variable
+
     @property
     def search_path(self) -> commands.SearchPath:
         """The folders the hub puts around this server's PATH."""
@@ -260,7 +277,8 @@ class ServerConfig(_Model):
         if self.auth == "oauth" and self.transport == "stdio":
             raise ValueError("auth 'oauth' needs an http or sse server ('url')")
         if self.oauth_per_user and (self.auth != "oauth" or self.oauth.grant != "authorization_code"):
-            raise ValueError("oauth_per_user needs auth = \"oauth\" with the authorization_code grant")
+            raise ValueError(f"oauth_per_user needs {own(AUTH_OAUTH)} with the "
+                             "authorization_code grant")
         return self
 
     @property
@@ -503,15 +521,52 @@ def parse_config(
         raise ConfigError(f"{label}: invalid TOML: {exc}") from None
     env = os.environ if environ is None else environ
     secrets: set[str] = set()
-    data = _interpolate(raw, (), env, secrets, label)
+    data, unset = _interpolate_config(raw, env, secrets, label)
     try:
         config = HubConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc, label)) from None
     config.source = source
     config.secret_values = frozenset(s for s in secrets if len(s) >= 4)
+    for name, reason in unset.items():
+        config.servers[name]._unset_variable = reason
     _resolve_paths(config)
     return config
+
+
+def _interpolate_config(
+    raw: dict[str, Any], env: Mapping[str, str], secrets: set[str], label: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Interpolate the whole file; a server naming an unset variable is kept aside.
+
+    An unset variable anywhere but in ``[servers.NAME]`` stops the load. In a server's
+    table it only makes that server unusable: the table is kept with the reference
+    written as is (a stand-in that still validates), and the reason is returned by
+    server name, so the hub parks that server and starts the others.
+    """
+    servers = raw.get("servers")
+    if not isinstance(servers, dict):
+        return _interpolate(raw, (), env, secrets, label), {}
+    data = _interpolate({k: v for k, v in raw.items() if k != "servers"}, (), env, secrets, label)
+    unset: dict[str, str] = {}
+    done: dict[str, Any] = {}
+    for name, table in servers.items():
+        path = ("servers", str(name))
+        try:
+            done[name] = _interpolate(table, path, env, secrets, label)
+        except UnsetVariable as exc:
+            unset[str(name)] = exc.reason
+            done[name] = _stand_in(_interpolate(table, path, env, secrets, label, lenient=True))
+    data["servers"] = done
+    return data, unset
+
+
+def _stand_in(table: Any) -> Any:
+    """A server table with unset references kept: its ``url`` must still look like one."""
+    if isinstance(table, dict) and isinstance(table.get("url"), str) and not re.match(
+            r"^https?://", table["url"]):
+        return {**table, "url": "http://unset-variable.invalid/"}
+    return table
 
 
 def _resolve_paths(config: HubConfig) -> None:
@@ -527,22 +582,34 @@ def _resolve_paths(config: HubConfig) -> None:
         server.oauth.use_hub_client_metadata(config.hub.http.public_url)
 
 
+class UnsetVariable(ConfigError):
+    """A ``${VAR}`` without a default names a variable that is not set."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        #: The same without the file and key path: what a parked server reports.
+        self.reason = reason
+
+
 def _interpolate(
-    value: Any, path: tuple[str, ...], env: Mapping[str, str], secrets: set[str], label: str
+    value: Any, path: tuple[str, ...], env: Mapping[str, str], secrets: set[str], label: str,
+    *, lenient: bool = False,
 ) -> Any:
+    """``value`` with every ``${VAR}`` resolved; ``lenient`` keeps an unset one as written."""
     if isinstance(value, str):
-        return _interpolate_str(value, path, env, secrets, label)
+        return _interpolate_str(value, path, env, secrets, label, lenient)
     if isinstance(value, dict):
-        return {k: _interpolate(v, (*path, str(k)), env, secrets, label) for k, v in value.items()}
+        return {k: _interpolate(v, (*path, str(k)), env, secrets, label, lenient=lenient)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [
-            _interpolate(v, (*path, str(i)), env, secrets, label) for i, v in enumerate(value)
-        ]
+        return [_interpolate(v, (*path, str(i)), env, secrets, label, lenient=lenient)
+                for i, v in enumerate(value)]
     return value
 
 
 def _interpolate_str(
-    value: str, path: tuple[str, ...], env: Mapping[str, str], secrets: set[str], label: str
+    value: str, path: tuple[str, ...], env: Mapping[str, str], secrets: set[str], label: str,
+    lenient: bool,
 ) -> str:
     def replace(match: re.Match[str]) -> str:
         var, default = match.group(1), match.group(2)
@@ -554,14 +621,16 @@ def _interpolate_str(
             return resolved
         if default is not None:
             return default
+        if lenient:
+            return match.group(0)
         where = ".".join(path)
         owner = ""
         if len(path) >= 3 and path[0] == "servers":
             owner = f"server '{path[1]}', key '{'.'.join(path[2:])}': "
-        raise ConfigError(
-            f"{label}: {where}: {owner}environment variable {var} is not set "
-            f"(set it, or write ${{{var}:-default}})"
-        )
+        problem = (f"environment variable {var} is not set "
+                   f"(set it, or write {own('${' + var + ':-default}')})")
+        key = ".".join(path[2:]) if path[:1] == ("servers",) else where
+        raise UnsetVariable(f"{label}: {where}: {owner}{problem}", f"{key}: {problem}")
 
     return _VAR_RE.sub(replace, value)
 

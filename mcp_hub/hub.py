@@ -177,7 +177,8 @@ class Hub(ServingMixin):
         self.bridge = self.bridge_for(EVERYONE)
         #: The one start-up deadline every request's wait is bounded by.
         self.startup = StartupGate(self.upstreams, self.registry, config.hub.startup_timeout,
-                                   config.hub.tool_name_separator)
+                                   config.hub.tool_name_separator,
+                                   dedupe=config.hub.dedupe_prefix)
         self._load_builtins = load_builtins
         self._builtins_dir = builtins_dir
         self._load_plugins = load_plugin_modules

@@ -18,7 +18,10 @@ behind the hub in one step. The three clients' formats:
 Decisions (each one reported as a warning where it changes something):
 
 * Server names are sanitised to ``[A-Za-z0-9_.-]`` (starting with a letter or
-  digit, at most 64 characters); clashes get ``-2``, ``-3`` … suffixes.
+  digit, at most 64 characters); clashes within the client's file get ``-2``,
+  ``-3`` … suffixes.
+* The hub's own entry and servers the target ``servers.toml`` has already are
+  not imported (``--update`` refreshes the latter; :mod:`mcp_hub.import_merge`).
 * Literal secrets are never copied into the TOML. An env value, header, URL query
   parameter or command-line flag value that looks like a secret (by its name —
   ``*TOKEN*``, ``*KEY*``, ``*SECRET*``, ``*PASSWORD*`` … — or by its shape —
@@ -43,11 +46,13 @@ import json
 import re
 import tomllib
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp_hub.errors import ConfigError
+from mcp_hub.import_merge import HubAddress, is_hub_entry, same_server
 from mcp_hub.import_sources import (
     CLIENTS,
     default_config_paths,
@@ -70,7 +75,8 @@ from mcp_hub.import_values import (
     toml_str,
 )
 
-__all__ = ["CLIENTS", "Client", "default_config_paths", "import_client_config"]
+__all__ = ["CLIENTS", "Client", "Imported", "default_config_paths", "import_client_config",
+           "import_servers"]
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _CLIENT_ONLY_KEYS = frozenset({
@@ -233,6 +239,25 @@ def _header_lines(entry: dict[str, Any], name: str, where: str, ctx: ImportConte
     return lines
 
 
+@dataclass
+class Imported:
+    """What one import produced: new tables, tables to refresh, and the words about them."""
+
+    source: Path
+    head: list[str]
+    #: ``[servers.NAME]`` tables of servers not in the target yet, in the client's order.
+    new: list[str] = field(default_factory=list)
+    #: Replacement tables of servers already in the target, by their name there (``--update``).
+    updates: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """The header comment and every table, new and refreshed: valid TOML on its own."""
+        blocks = [*self.new, *self.updates.values()]
+        head = self.head if blocks else [*self.head, "# (no servers to import)"]
+        return "\n".join(head) + "\n\n" + "\n\n".join(blocks) + ("\n" if blocks else "")
+
+
 def import_client_config(
     client: Client,
     path: Path | None = None,
@@ -247,55 +272,108 @@ def import_client_config(
 
     ``path`` defaults to the first existing file of :func:`default_config_paths`.
     ``existing_names`` are server names already in the target ``servers.toml``;
-    imported servers with those names are renamed rather than clash. Raises
+    those servers are not imported again. Raises
     :class:`~mcp_hub.errors.ConfigError` when no file is found or it is not a
     config of that client.
+    """
+    done = import_servers(client, path, existing={n: {} for n in existing_names},
+                          platform=platform, home=home, cwd=cwd, environ=environ)
+    return done.text(), done.warnings
+
+
+def import_servers(
+    client: Client,
+    path: Path | None = None,
+    *,
+    existing: Mapping[str, Mapping[str, Any]] | None = None,
+    hub: HubAddress | None = None,
+    update: bool = False,
+    platform: str | None = None,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Imported:
+    """Read ``client``'s MCP config and convert its servers (see the module docstring).
+
+    ``existing`` holds the target's ``[servers]`` tables by name: a server already
+    there (by name, or by the same command line or URL) is skipped with a warning,
+    or, with ``update``, converted under its name there into :attr:`Imported.updates`.
+    The hub's own entry (``hub``: its address) is always skipped.
     """
     if client not in CLIENTS:
         raise ConfigError(f"unknown client {client!r}; choose one of {', '.join(CLIENTS)}")
     home = Path.home() if home is None else home
+    existing = {} if existing is None else existing
+    hub = HubAddress() if hub is None else hub
     warnings: list[str] = []
     if path is None:
-        candidates = default_config_paths(client, platform=platform, home=home, cwd=cwd,
-                                          environ=environ)
-        found = [p for p in candidates if p.is_file()]
-        if not found:
-            tried = ", ".join(str(p) for p in candidates)
-            raise ConfigError(f"no {client} MCP configuration found (looked at {tried}); "
-                              "pass its path")
-        path = found[0]
-        for other in found[1:]:
-            warnings.append(f"also found {other}; import it with: mcp-hub import {client} "
-                            f"{other}")
+        path = _default_path(client, warnings, platform=platform, home=home, cwd=cwd,
+                             environ=environ)
     data = load_json(path)
     servers, raw_inputs = servers_of(client, data, path)
     inputs = {str(i.get("id")): i for i in raw_inputs if isinstance(i, dict) and i.get("id")}
     ctx = ImportContext(client=client, source=path, home=home, workspace=workspace_of(client, path, home),
                inputs=inputs, warnings=warnings)
-    taken = {n.lower() for n in existing_names}
-    blocks: list[str] = []
-    imported: list[str] = []
+    present = {n.lower(): n for n in existing}
+    taken = set(present)
+    done = Imported(source=path, head=[], warnings=warnings)
     for raw_name, entry in servers.items():
+        if isinstance(entry, dict) and is_hub_entry(entry, hub):
+            warnings.append(f"{raw_name}: this is the hub itself; not imported")
+            continue
         name = _sanitise_name(str(raw_name), taken)
-        if name != raw_name:
-            ctx.warnings.append(f"server {raw_name!r} imported as {name!r} (names use "
-                                "letters, digits, '_', '.', '-' and must be unique)")
-        block = _server_block(str(raw_name), entry, name, ctx)
+        there = present.get(_sanitise_name(str(raw_name), set()).lower())
+        said, needed = len(warnings), dict(ctx.needed_vars)
+        block = _server_block(str(raw_name), entry, there or name, ctx)
         if block is None:
             taken.discard(name.lower())
             continue
-        blocks.append("\n".join(block))
-        imported.append(name)
-    head = [f"# Imported from {client}: {path}"]
+        text = "\n".join(block)
+        found = there or same_server(_table(text), existing)
+        if found is not None:
+            taken.discard(name.lower())
+            if update and found == there:
+                done.updates[found] = text
+            elif update:
+                refreshed = _server_block(str(raw_name), entry, found, ctx)
+                if refreshed is not None:
+                    done.updates[found] = "\n".join(refreshed)
+            else:  # what converting it said is about a server not imported: forget it
+                del warnings[said:]
+                ctx.needed_vars.clear()
+                ctx.needed_vars.update(needed)
+                warnings.append(f"{raw_name}: already in servers.toml as {found!r}; not "
+                                "imported again (--update refreshes it)")
+            continue
+        if name != raw_name:
+            warnings.append(f"server {raw_name!r} imported as {name!r} (names use "
+                            "letters, digits, '_', '.', '-' and must be unique)")
+        done.new.append(text)
+    done.head = [f"# Imported from {client}: {path}"]
     if ctx.needed_vars:
-        head.append("# The hub reads these from its environment (set them before it starts):")
+        done.head.append("# The hub reads these from its environment (set them before it starts):")
         for var, why in ctx.needed_vars.items():
-            head.append(f"#   {var}  ({why})")
-    if not imported:
-        head.append("# (no servers found)")
-    text = "\n".join(head) + "\n\n" + "\n\n".join(blocks) + ("\n" if blocks else "")
-    _self_check(text, path)
-    return text, ctx.warnings
+            done.head.append(f"#   {var}  ({why})")
+    _self_check(done.text(), path)
+    return done
+
+
+def _default_path(client: Client, warnings: list[str], **where: Any) -> Path:
+    candidates = default_config_paths(client, **where)
+    found = [p for p in candidates if p.is_file()]
+    if not found:
+        tried = ", ".join(str(p) for p in candidates)
+        raise ConfigError(f"no {client} MCP configuration found (looked at {tried}); "
+                          "pass its path")
+    for other in found[1:]:
+        warnings.append(f"also found {other}; import it with: mcp-hub import {client} {other}")
+    return found[0]
+
+
+def _table(block: str) -> dict[str, Any]:
+    """The one ``[servers.NAME]`` table of a converted block, parsed."""
+    servers = tomllib.loads(block).get("servers", {})
+    return next(iter(servers.values()), {}) if isinstance(servers, dict) else {}
 
 
 def _self_check(text: str, path: Path) -> None:

@@ -31,10 +31,18 @@ by one script) cannot lose each other's entries: read, edit and replace happen
 under an exclusive ``flock`` on ``.NAME.mcp-hub.lock`` beside the file (opened
 without following a symlink, removed when done), and the file is read again once
 the lock is held.
+
+Nothing is left behind that was not there before. A file install had to create is
+marked by ``.NAME.mcp-hub-created`` beside it (created exclusively, 0600); when
+uninstall leaves such a file holding nothing (``{}``), the file and its mark are
+removed instead of written. Only the newest :data:`KEEP_BACKUPS` backups of a file
+are kept: older ``NAME.mcp-hub-*.bak`` files are removed after each write — only
+regular files of the current user, never through a symlink.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -44,7 +52,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,7 +61,10 @@ from mcp_hub import jsonedit
 from mcp_hub.errors import HubError
 from mcp_hub.importer import default_config_paths
 
-__all__ = ["Outcome", "Target", "install", "target", "uninstall"]
+__all__ = ["KEEP_BACKUPS", "Outcome", "Target", "install", "target", "uninstall"]
+
+#: How many backups of one client file are kept (the newest; older ones are removed).
+KEEP_BACKUPS = 5
 
 _TITLES = {"claude-desktop": "Claude Desktop", "claude-code": "Claude Code",
            "cursor": "Cursor", "vscode": "VS Code"}
@@ -153,7 +164,47 @@ def _write(path: Path, text: str, old: bytes | None) -> Path | None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    if backup is not None:
+        _prune_backups(path, keep=backup)
     return backup
+
+
+def _own_regular_file(path: Path) -> os.stat_result | None:
+    """``path``'s own status if it is a regular file of this user (a symlink is not)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or (hasattr(os, "geteuid") and st.st_uid != os.geteuid()):
+        return None
+    return st
+
+
+def _prune_backups(path: Path, keep: Path) -> None:
+    """Remove all but the newest :data:`KEEP_BACKUPS` backups of ``path`` (``keep`` stays)."""
+    found: list[tuple[float, str, Path]] = []
+    for candidate in path.parent.glob(f"{glob.escape(path.name)}.mcp-hub-*.bak"):
+        st = _own_regular_file(candidate)
+        if st is not None and candidate != keep:
+            found.append((st.st_mtime, candidate.name, candidate))
+    found.sort(reverse=True)
+    for _, _, old in found[max(KEEP_BACKUPS - 1, 0):]:
+        old.unlink(missing_ok=True)  # unlink removes the name, never what a link points at
+
+
+def _created_mark(path: Path) -> Path:
+    return path.with_name(f".{path.name}.mcp-hub-created")
+
+
+def _mark_created(path: Path) -> None:
+    """Note that install created ``path`` (an existing name, a symlink included, is left)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with suppress(OSError):  # without the mark, uninstall leaves "{}": no harm done
+        os.close(os.open(_created_mark(path), flags, 0o600))
+
+
+def _created_by_install(path: Path) -> bool:
+    return _own_regular_file(_created_mark(path)) is not None
 
 
 @contextmanager
@@ -248,6 +299,8 @@ def _install_locked(t: Target, path: Path, name: str, entry: dict[str, Any],
         new = jsonedit.set_member(text or "", t.container, name, entry, comments=t.comments)
     _check(before, new, t, name, entry)
     backup = _write(path, bom + new, None if text is None else (bom + text).encode())
+    if text is None:
+        _mark_created(path)
     verb = "replaced" if current is not None else "added"
     return Outcome(f"{verb} {name!r} {'in' if current is not None else 'to'} {path}", True, backup)
 
@@ -273,6 +326,11 @@ def _uninstall_locked(t: Target, path: Path, name: str) -> Outcome:
     if new is None:
         return Outcome(f"{path} has no server named {name!r}; nothing to do", False)
     _check(before, new, t, name, None)
+    if _created_by_install(path) and jsonedit.parse(new, comments=t.comments)[0] == {}:
+        # install made this file and nothing is left in it: leave no trace of it.
+        path.unlink()
+        _created_mark(path).unlink(missing_ok=True)
+        return Outcome(f"removed {name!r} and {path}, which install had created", True)
     backup = _write(path, bom + new, (bom + text).encode())
     return Outcome(f"removed {name!r} from {path}", True, backup)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcp_hub.hub_errors import ConfigError
+from mcp_hub.redact import own
 
 if TYPE_CHECKING:  # the CLI builds its parser without importing the models
     from mcp_hub.config import HubConfig, ServerConfig
@@ -29,7 +30,9 @@ def _server(config: HubConfig, name: str) -> ServerConfig:
         known = ", ".join(sorted(config.servers)) or "none"
         raise ConfigError(f"no server named {name!r} (servers: {known})")
     if server.auth != "oauth":
-        raise ConfigError(f"servers.{name}: set auth = \"oauth\" to log in to it")
+        from mcp_hub.config import AUTH_OAUTH
+
+        raise ConfigError(f"servers.{name}: set {own(AUTH_OAUTH)} to log in to it")
     return server
 
 

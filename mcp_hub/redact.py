@@ -9,6 +9,12 @@ its config, dropped when it closes); a CLI command outside any Hub adds to the
 process's own set. :func:`redact` and :class:`RedactingFilter` (logging is
 process-wide by nature) replace the values of every set open now: one Hub's
 output may so hide another's secret too, which only ever hides more.
+
+The hub's own hints may look like a secret to the patterns (``${GITHUB_TOKEN:-default}``,
+``auth = "oauth"``). The code that writes such a fragment marks it with :func:`own`; the
+patterns leave a marked fragment alone where it stands as a word of its own, so the hint
+reaches the user whole. Exact known secret values are replaced first, marked or not, and
+a fragment glued to other text (``token=x${A:-default}``) is not protected.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import weakref
 from collections.abc import Iterable
 
 __all__ = ["REDACTED", "RedactingFilter", "Secrets", "add_secrets", "attach", "detach",
-           "known_secrets", "redact"]
+           "known_secrets", "own", "redact"]
 
 REDACTED = "[REDACTED]"
 
@@ -43,6 +49,58 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
                 r"[^\s\"'&,;]{3,}"), r"\1\2\3" + REDACTED),
     (re.compile(r"(?i)(https?://)[^/\s:@]+:[^/\s@]+@"), r"\1" + REDACTED + "@"),
 ]
+
+#: The hub's own fragments the patterns must not cut (see :func:`own`); bounded.
+_OWN_MAX = 512
+_own: dict[str, None] = {}
+_own_re: re.Pattern[str] | None = None
+_own_lock = threading.Lock()
+# A marked fragment is protected only where it stands alone: after the start, a space or an
+# opening bracket or quote, and before the end, a space, a closing bracket or punctuation.
+_OWN_BEFORE = r"(?<![^\s(\[{\"'`])"
+_OWN_AFTER = r"(?![^\s)\]}\"'`.,;:!?])"
+
+
+def own(fragment: str) -> str:
+    """Mark ``fragment`` as the hub's own words (a hint it wrote, no value); returns it.
+
+    Only for text the hub composed from its own words and names (a variable's or a
+    key's name), never for a value read from the environment, a file or a peer.
+    """
+    global _own_re
+    if not fragment:
+        return fragment
+    with _own_lock:
+        if fragment not in _own:
+            if len(_own) >= _OWN_MAX:
+                _own.pop(next(iter(_own)))
+            _own[fragment] = None
+            alternatives = sorted(_own, key=len, reverse=True)
+            _own_re = re.compile(_OWN_BEFORE + "(?:" + "|".join(map(re.escape, alternatives))
+                                 + ")" + _OWN_AFTER)
+    return fragment
+
+
+def _apply_patterns(text: str) -> str:
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _patterns_outside_own(text: str) -> str:
+    """The patterns applied to every part of ``text`` but the hub's own fragments."""
+    marked = _own_re
+    if marked is None:
+        return _apply_patterns(text)
+    parts: list[str] = []
+    start = 0
+    for match in marked.finditer(text):
+        parts.append(_apply_patterns(text[start:match.start()]))
+        parts.append(match.group(0))
+        start = match.end()
+    parts.append(_apply_patterns(text[start:]))
+    return "".join(parts)
+
 
 class Secrets:
     """A set of exact secret values and the pattern that finds them; one per Hub.
@@ -123,9 +181,7 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     for value in extra:
         if value and len(value) >= 4:
             text = text.replace(value, REDACTED)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+    return _patterns_outside_own(text)
 
 
 class RedactingFilter(logging.Filter):

@@ -14,8 +14,9 @@ them may wait for them, but only by these rules, the same on every transport
 - A call to a tool that is registered never waits: it runs at once, whatever
   the other servers are doing.
 - A call to a name that is not registered yet waits only for the servers whose
-  prefix could produce that name (a server with an empty prefix could produce
-  any name), until the name appears, those servers' first attempts end, or the
+  prefix could produce that name (the name starts with ``prefix + separator``, or
+  is the prefix itself when ``[hub] dedupe_prefix`` is on; a server with an empty
+  prefix could produce any name), until the name appears, those servers' first attempts end, or the
   deadline passes; then it runs (and fails as an unknown tool if still absent).
 """
 
@@ -35,10 +36,14 @@ __all__ = ["StartupGate"]
 class StartupGate:
     """Holds the start-up deadline and answers "how long may this request wait"."""
 
-    def __init__(self, upstreams: Any, registry: Any, timeout: float, separator: str) -> None:
+    def __init__(self, upstreams: Any, registry: Any, timeout: float, separator: str, *,
+                 dedupe: bool = False) -> None:
         self.upstreams = upstreams
         self.registry = registry
         self.separator = separator
+        #: ``[hub] dedupe_prefix``: a server's tool named like the server is exposed as the
+        #: bare prefix, so that name too could come from it.
+        self.dedupe = dedupe
         self.deadline = time.monotonic() + timeout
 
     def restart(self, timeout: float) -> None:
@@ -88,7 +93,8 @@ class StartupGate:
             if conn.first_done.is_set() or not conn.config.enabled:
                 continue
             prefix = conn.prefix
-            if not prefix or name.startswith(sanitize_name(prefix + self.separator)):
+            if (not prefix or name.startswith(sanitize_name(prefix + self.separator))
+                    or (self.dedupe and name == sanitize_name(prefix))):
                 out.append(conn)
         return out
 

@@ -47,8 +47,12 @@ def echo_server_toml(name: str = "echo", *, prefix: str | None = None,
 
 
 def write_config(tmp: Path, body: str, *, hub: str = "") -> Path:
+    """``servers.toml`` with ``body``. The tests built on it call the echo fixture's
+    ``echo`` tool of server ``echo`` by its fully prefixed name, ``echo_echo``, so it
+    keeps every name prefixed (``dedupe_prefix = false``); the default is tested in
+    test_upstream_naming.py."""
     path = tmp / "servers.toml"
-    head = "[hub]\nstartup_timeout = 20\n" + hub + "\n"
+    head = "[hub]\nstartup_timeout = 20\ndedupe_prefix = false\n" + hub + "\n"
     path.write_text(head + body)
     return path
 

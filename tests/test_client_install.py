@@ -195,8 +195,46 @@ def test_install_into_a_missing_file_creates_it(client: str, home: Path) -> None
     assert entry.get("type") == ("stdio" if client in ("vscode", "claude-code") else None)
     assert not [n for n in _siblings(path) if n.endswith((".bak", ".tmp"))]
     assert _run("uninstall", client, "--name", "hub") == 0
-    assert json.loads(path.read_text()) == {}
+    assert not path.exists()  # install created it: uninstall leaves no "{}" behind
+    assert not [n for n in _siblings(path) if "mcp-hub" in n]
     assert _run("uninstall", client, "--name", "hub") == 0  # nothing left: a no-op
+
+
+@pytest.mark.parametrize("client", ["cursor", "vscode"])
+def test_a_created_file_that_gained_other_servers_is_kept(client: str, home: Path) -> None:
+    path = _file(client, home)
+    assert _run("install", client, "--config", SHIPPED, "--name", "hub") == 0
+    assert _run("install", client, "--config", SHIPPED, "--name", "other") == 0
+    assert _run("uninstall", client, "--name", "hub") == 0
+    assert _entry(client, path, "other") is not None
+    assert _run("uninstall", client, "--name", "other") == 0
+    assert not path.exists()
+
+
+def test_a_file_that_existed_keeps_its_empty_shape(home: Path) -> None:
+    path = _file("cursor", home)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"mcpServers": {}}\n')
+    assert _run("install", "cursor", "--config", SHIPPED) == 0
+    assert _run("uninstall", "cursor") == 0
+    assert path.exists() and "mcp-hub" not in json.loads(path.read_text()).get("mcpServers", {})
+
+
+def test_backups_do_not_pile_up(home: Path, tmp_path: Path) -> None:
+    path = _file("cursor", home)
+    path.parent.mkdir(parents=True)
+    path.write_text(CURSOR)
+    elsewhere = tmp_path / "kept.txt"
+    elsewhere.write_text("mine\n")
+    planted = path.with_name(f"{path.name}.mcp-hub-19990101T000000-planted.bak")
+    planted.symlink_to(elsewhere)
+    for _ in range(2 * install.KEEP_BACKUPS):
+        assert _run("install", "cursor", "--config", SHIPPED) == 0
+        assert _run("uninstall", "cursor") == 0
+    backups = [p for p in path.parent.iterdir() if p.name.endswith(".bak") and not p.is_symlink()]
+    assert len(backups) == install.KEEP_BACKUPS
+    assert planted.is_symlink() and elsewhere.read_text() == "mine\n"  # not ours: left alone
+    assert path.read_text() == CURSOR
 
 
 @pytest.mark.parametrize("client", CLIENTS)

@@ -68,12 +68,12 @@ async def _start_as_a_client_would(entry: dict[str, Any], home: Path, log: Path)
             tools = {t.name for t in (await session.list_tools()).tools}
             assert status["summary"] == f"All 3 upstream MCP servers are connected " \
                 f"({sum(u['tools'] for u in status['upstreams'])} tools)."
-            assert {"time_get_current_time", "git_git_status", "ev_echo"} <= tools
+            assert {"time_get_current_time", "git_status", "ev_echo"} <= tools
             # The git server is on this repository: a repo_path outside it is refused.
-            here = await session.call_tool("git_git_status", {"repo_path": str(ROOT)})
+            here = await session.call_tool("git_status", {"repo_path": str(ROOT)})
             assert not here.is_error, _text(here)
             assert "branch" in _text(here).lower()
-            elsewhere = await session.call_tool("git_git_status", {"repo_path": "/"})
+            elsewhere = await session.call_tool("git_status", {"repo_path": "/"})
             assert elsewhere.is_error or "outside" in _text(elsewhere).lower()
 
 

@@ -114,12 +114,11 @@ def test_an_empty_default_and_an_escaped_dollar() -> None:
 
 
 def test_an_unset_variable_without_default_names_the_server_and_the_key() -> None:
-    message = error_of(
+    config = parse_config(
         '[servers.github]\ncommand = "gh"\nenv = { GITHUB_TOKEN = "${GITHUB_TOKEN}" }\n',
         environ={})
-    assert message == (
-        "servers.toml: servers.github.env.GITHUB_TOKEN: server 'github', key "
-        "'env.GITHUB_TOKEN': environment variable GITHUB_TOKEN is not set "
+    assert config.servers["github"].unset_variable == (
+        "env.GITHUB_TOKEN: environment variable GITHUB_TOKEN is not set "
         "(set it, or write ${GITHUB_TOKEN:-default})")
     hub_message = error_of('[hub]\nname = "${X}"\n', environ={})
     assert hub_message.startswith("servers.toml: hub.name: environment variable X is not set")

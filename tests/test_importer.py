@@ -196,9 +196,9 @@ def test_names_are_sanitised_unique_and_avoid_existing(tmp_path: Path) -> None:
     }}))
     _, warnings, raw, _ = run("claude-desktop", cfg, existing_names=["time"])
     names = list(raw["servers"])
-    assert names[:4] == ["My_Server", "My_Server-2", "weird_name_", "time-2"]
-    assert len(names[4]) == 64
-    assert warned(warnings, "'time' imported as 'time-2'")
+    assert names[:3] == ["My_Server", "My_Server-2", "weird_name_"]
+    assert len(names[3]) == 64 and len(names) == 4
+    assert warned(warnings, "time: already in servers.toml as 'time'")
 
 
 def test_entries_without_command_or_url_are_skipped(tmp_path: Path) -> None:
@@ -388,8 +388,14 @@ def test_import_command_prints_and_appends(tmp_path: Path) -> None:
                          text=True, env=env, cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
     _, config = load(target.read_text())
-    assert config.servers["github"].command == "gh-mcp"
-    assert config.servers["github-2"].url == "https://api.githubcopilot.com/mcp/"
+    assert config.servers["github"].command == "gh-mcp"  # already there: left alone
+    assert "github-2" not in config.servers
+    assert "already in servers.toml as 'github'" in out.stderr
+    out = subprocess.run([*cmd, "vscode", str(VSCODE), "-o", str(target), "--update"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    _, config = load(target.read_text())
+    assert config.servers["github"].url == "https://api.githubcopilot.com/mcp/"
     missing = subprocess.run([*cmd, "cursor", str(tmp_path / "nope.json")], capture_output=True,
                              text=True, env=env, cwd=tmp_path, timeout=60)
     assert missing.returncode == 2 and "no such file" in missing.stderr

@@ -28,7 +28,8 @@ REGISTRY = {"mcp_hub.registry", "mcp_hub.definitions", "mcp_hub.frozen", "mcp_hu
 PIPELINE = REGISTRY | {"mcp_hub.pipeline", "mcp_hub.coerce", "mcp_hub.hooks", "mcp_hub.context",
                        "mcp_hub.quick_schema"}
 UPSTREAM_INTERNALS = ("mcp_hub.upstream",)
-ABOVE_HUB = ("mcp_hub.downstream", "mcp_hub.cli", "mcp_hub.cli_pins", "mcp_hub.__main__")
+ABOVE_HUB = ("mcp_hub.downstream", "mcp_hub.cli", "mcp_hub.cli_pins", "mcp_hub.cli_errors",
+             "mcp_hub.__main__")
 
 
 def module_name(path: Path) -> str:

@@ -64,3 +64,26 @@ def test_exposed_names_are_always_valid_and_within_budget(
     assert VALID.match(name)
     assert 1 <= len(name) <= max_length
     assert exposed_name(prefix, raw, max_length=max_length) == name
+
+
+def test_a_name_that_starts_with_its_prefix_is_not_prefixed_twice() -> None:
+    assert exposed_name("git", "git_add", dedupe=True) == "git_add"
+    assert exposed_name("fetch", "fetch", dedupe=True) == "fetch"
+    assert exposed_name("git", "gitlab_x", dedupe=True) == "git_gitlab_x"
+    assert exposed_name("git", "git_", dedupe=True) == "git_git_"
+    assert exposed_name("git", "git__add", separator="__", dedupe=True) == "git__add"
+    assert exposed_name("git", "git_add", separator="__", dedupe=True) == "git__git_add"
+    assert exposed_name("", "x_y", dedupe=True) == "x_y"
+    assert exposed_prompt_name("srv", "srv_greet", dedupe=True) == "srv_greet"
+
+
+def test_without_dedupe_every_name_is_prefixed() -> None:
+    assert exposed_name("git", "git_add") == "git_git_add"
+    assert exposed_name("fetch", "fetch") == "fetch_fetch"
+
+
+def test_a_sibling_keeps_the_plain_name_so_two_tools_never_share_one() -> None:
+    siblings = {"add", "git_add"}
+    assert exposed_name("git", "add", dedupe=True, siblings=siblings) == "git_add"
+    assert exposed_name("git", "git_add", dedupe=True, siblings=siblings) == "git_git_add"
+

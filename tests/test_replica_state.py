@@ -66,7 +66,7 @@ async def _call(client: httpx2.AsyncClient, url: str, sid: str, token: str = TOK
         "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}",
         "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"},
         json={"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-              "params": {"name": "echo_echo", "arguments": {"text": "hi"}}})
+              "params": {"name": "echo", "arguments": {"text": "hi"}}})
 
 
 async def test_a_session_opened_on_one_replica_is_served_by_another(tmp_path: Path) -> None:

@@ -35,13 +35,13 @@ async def test_kill_9_fails_the_call_at_once_and_the_server_comes_back() -> None
             assert result.is_error
             assert "Server 'echo' connection was lost" in text_of(result)
 
-            await manager.wait_until(lambda: "echo_echo" not in registry)
+            await manager.wait_until(lambda: "echo" not in registry)
             await manager.wait_until(is_state(manager, "echo", ServerState.READY))
-            assert "echo_echo" in registry
+            assert "echo" in registry
             assert conn.pid != pid
             status = manager.statuses()[0]
             assert status.reconnects >= 1
-            again = await registry.dispatch("echo_echo", {"text": "back"}, call=CallContext())
+            again = await registry.dispatch("echo", {"text": "back"}, call=CallContext())
             assert text_of(again) == "back"
 
 
@@ -99,7 +99,7 @@ async def test_a_missing_command_parks_the_server_and_the_rest_serve() -> None:
             assert statuses["ghost"].last_error is not None
             assert "command not found: no-such-mcp-server-xyz" in statuses["ghost"].last_error
             assert statuses["echo"].state is ServerState.READY
-            result = await registry.dispatch("echo_echo", {"text": "fine"}, call=CallContext())
+            result = await registry.dispatch("echo", {"text": "fine"}, call=CallContext())
             assert text_of(result) == "fine"
 
 
@@ -189,5 +189,5 @@ async def test_an_answer_over_max_message_bytes_fails_at_once_and_the_session_go
             assert "exceeds max_message_bytes" in text_of(result)
             fits = await registry.dispatch("echo_big", {"size": 90_000}, call=CallContext())
             assert len(text_of(fits)) == 90_000
-            after = await registry.dispatch("echo_echo", {"text": "after"}, call=CallContext())
+            after = await registry.dispatch("echo", {"text": "after"}, call=CallContext())
             assert text_of(after) == "after"

@@ -64,7 +64,7 @@ async def test_a_plain_call_over_stdio_takes_the_lean_path(paths: Paths) -> None
             results = []
 
             async def one(i: int) -> None:
-                results.append(await registry.dispatch("echo_echo", {"text": f"t{i}"},
+                results.append(await registry.dispatch("echo", {"text": f"t{i}"},
                                                        call=CallContext()))
 
             async with anyio.create_task_group() as tg:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import anyio
 import pytest
@@ -11,6 +12,7 @@ from mcp_hub.context import CallContext
 from mcp_hub.registry import ToolRegistry
 from mcp_hub.upstream import ServerState, format_status_table
 from tests.fixtures_upstream import echo_block, running, text_of
+from tests.hubtest import stdio_hub
 
 pytestmark = pytest.mark.anyio
 
@@ -89,3 +91,45 @@ async def test_the_separator_and_length_come_from_the_hub_settings() -> None:
             names = registry.names()
             assert "e-echo" in names and "e-remove_tool" in names
             assert all(len(n) <= 20 for n in names)
+
+
+async def test_a_tool_named_after_its_server_is_not_prefixed_twice() -> None:
+    body = echo_block("echo") + echo_block("add")
+    with anyio.fail_after(60):
+        async with running(body) as (manager, registry):
+            names = set(registry.names())
+            assert {"echo", "echo_add", "add", "add_tool", "add_echo"} <= names
+            assert not names & {"echo_echo", "add_add", "add_add_tool"}
+            assert manager.server_of_tool("echo") == "echo"
+            result = await registry.dispatch("echo", {"text": "once"}, call=CallContext())
+            assert text_of(result) == "once"
+            assert manager.server_of_tool("add") == "add"
+
+
+async def test_dedupe_prefix_false_keeps_every_name_prefixed() -> None:
+    with anyio.fail_after(60):
+        async with running(echo_block("echo"), hub="dedupe_prefix = false") as (_, registry):
+            names = set(registry.names())
+            assert {"echo_echo", "echo_add"} <= names and "echo" not in names
+
+
+async def test_a_name_that_repeats_the_prefix_never_takes_a_siblings_name() -> None:
+    # The fixture's `echo` renamed `tool` is exposed `add_tool`; the fixture's own
+    # `add_tool` would be `add_tool` too, so it keeps the doubled prefix.
+    body = echo_block("add", extra='[servers.add.tools.echo]\nname = "tool"\n')
+    with anyio.fail_after(60):
+        async with running(body) as (_, registry):
+            renamed = await registry.dispatch("add_tool", {"text": "mine"}, call=CallContext())
+            assert text_of(renamed) == "mine"
+            assert registry.get_entry("add_add_tool") is not None
+            assert registry.get_entry("add") is not None  # `add` is the prefix itself
+
+
+async def test_a_call_right_after_start_waits_for_the_server_named_like_the_tool(
+        tmp_path: Path) -> None:
+    config = tmp_path / "servers.toml"
+    config.write_text("[hub]\nstartup_timeout = 30\n" + echo_block("echo"))
+    with anyio.fail_after(60):
+        async with stdio_hub(config) as session:
+            result = await session.call_tool("echo", {"text": "first"})
+    assert not result.is_error and text_of(result) == "first"

@@ -18,7 +18,7 @@ async def test_every_tool_of_a_stdio_upstream_is_registered_under_its_toolset() 
     with anyio.fail_after(30):
         async with running(echo_block()) as (manager, registry):
             names = registry.toolsets()["mcp-echo"]
-            assert "echo_echo" in names and "echo_add" in names
+            assert "echo" in names and "echo_add" in names
             entry = registry.get_entry("echo_add")
             assert entry is not None and entry.origin == "upstream"
             assert entry.schema["outputSchema"]["required"] == ["sum"]

@@ -55,7 +55,7 @@ def argument_problems(where: str, tool: str, schema: Mapping[str, Any], rule: To
 
 def problems(servers: Mapping[str, Any], listings: Mapping[str, list[dict[str, Any]]],
              profiles: Mapping[str, Any], others: Mapping[str, str], separator: str,
-             max_length: int) -> list[str]:
+             max_length: int, *, dedupe: bool = False) -> list[str]:
     """Every mistake in the rewrites of ``servers`` and ``profiles``.
 
     ``listings``: each connected server's tools as the upstream lists them;
@@ -76,12 +76,13 @@ def problems(servers: Mapping[str, Any], listings: Mapping[str, list[dict[str, A
             schema = by_name[raw].get("inputSchema") or {}
             out += argument_problems(f"servers.{server}.tools.{raw}", raw, schema, rule)
         prefix = config.effective_prefix(server)
+        siblings = {str(r.name) if (r := config.tools.get(n)) and r.name else n for n in by_name}
         for raw, tool in by_name.items():
             rule = config.tools.get(raw)
             if rule is not None and rule.hide:
                 continue
             name = exposed_name(prefix, rule.name if rule and rule.name else raw, separator,
-                                max_length)
+                                max_length, dedupe=dedupe, siblings=siblings)
             owners.setdefault(name, []).append(f"{server}/{raw}")
             exposed_defs[name] = rewrite_definition(tool, rule) if rule else tool
     for name, holders in owners.items():

@@ -8,7 +8,7 @@ checking the listing against the tool pins.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -148,12 +148,15 @@ class CatalogMixin(CallsMixin):
         taken: dict[str, str] = {}
         raw_defs: dict[str, dict[str, Any]] = {}
         rules = self.config.tools
+        dedupe = self.settings.dedupe_prefix
+        siblings = {_wanted_name(t.name, rules) for t in tools} if dedupe else set()
         for tool in sorted(tools, key=lambda t: t.name):
             raw = tool.name
             rule = rules.get(raw)
             if not self._wanted(raw) or raw in new or (rule is not None and rule.hide):
                 continue
-            name = exposed_name(self.prefix, rule.name if rule and rule.name else raw, sep, max_len)
+            name = exposed_name(self.prefix, _wanted_name(raw, rules), sep, max_len,
+                                dedupe=dedupe, siblings=siblings)
             if name in taken:
                 self.log.warning("upstream %s: tools %r and %r both map to %r; keeping the first",
                                self.name, taken[name], raw, name)
@@ -291,3 +294,9 @@ class CatalogMixin(CallsMixin):
 
         forward.__name__ = f"upstream_{self.name}_tool"
         return forward
+
+
+def _wanted_name(raw: str, rules: Mapping[str, Any]) -> str:
+    """The name a tool goes by before the prefix: its rewrite's ``name``, or its own."""
+    rule = rules.get(raw)
+    return str(rule.name) if rule is not None and rule.name else raw

@@ -261,6 +261,7 @@ class UpstreamManager:
         naming_changed = (
             old.hub.tool_name_separator != new.hub.tool_name_separator
             or old.hub.max_tool_name_length != new.hub.max_tool_name_length
+            or old.hub.dedupe_prefix != new.hub.dedupe_prefix
         )
         self.config = new
         repin = self._apply_pins_config(old, new)
@@ -413,9 +414,11 @@ class UpstreamManager:
         # A server's lists are emptied the moment it goes down, so whatever is listed
         # belongs to a server that is ready (or finishing its first listing).
         for conn in self._connections.values():
+            siblings = {p.name for p in conn.prompts}
             for prompt in conn.prompts:
                 exposed = exposed_prompt_name(conn.prefix, prompt.name, hub.tool_name_separator,
-                                              hub.max_tool_name_length)
+                                              hub.max_tool_name_length,
+                                              dedupe=hub.dedupe_prefix, siblings=siblings)
                 # Later in file order wins, as for tools.
                 c.prompt_map[exposed] = (conn, prompt.name)
                 prompt_entries[exposed] = prompt.model_copy(update={"name": exposed})

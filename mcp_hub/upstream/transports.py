@@ -126,7 +126,11 @@ async def open_transport(
     ``on_eof(reason)`` is called when the connection ends by itself (the child's
     stdout closed), so the owner can tear the session down without waiting for a
     failed request.
+    A server whose config names an unset variable fails at once, for good: it is parked
+    with that reason while the others start.
     """
+    if config.unset_variable is not None:
+        raise ConnectFailure(config.unset_variable, permanent=True)
     if config.transport == "stdio":
         async with _stdio(name, config, probe, on_eof, adopt_early) as streams:
             yield streams

@@ -13,7 +13,7 @@ connect elicitation from any of these tools. The newest listing wins.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import mcp.types as types
@@ -53,9 +53,10 @@ class PerUserCatalog:
         self.listed = False
         self._plans: dict[str, ArgumentPlan | None] = {}  # raw name -> its argument rewrite
 
-    def _exposed(self, raw: str) -> str:
+    def _exposed(self, raw: str, siblings: Collection[str] = ()) -> str:
         return exposed_name(self.config.effective_prefix(self.name), raw,
-                            self.settings.tool_name_separator, self.settings.max_tool_name_length)
+                            self.settings.tool_name_separator, self.settings.max_tool_name_length,
+                            dedupe=self.settings.dedupe_prefix, siblings=siblings)
 
     def _wanted(self, raw: str) -> bool:
         include, exclude = self.config.include, self.config.exclude
@@ -77,6 +78,8 @@ class PerUserCatalog:
         """Adopt a listing from some identity's session as the catalog."""
         defs: dict[str, dict[str, Any]] = {}
         plans: dict[str, ArgumentPlan | None] = {}
+        siblings = {str(r.name) if (r := self.config.tools.get(t.name)) and r.name else t.name
+                    for t in tools}
         for tool in sorted(tools, key=lambda t: t.name):
             rule = self.config.tools.get(tool.name)
             if not self._wanted(tool.name) or (rule is not None and rule.hide):
@@ -86,7 +89,8 @@ class PerUserCatalog:
             schema = clean_tool_definition(raw_def)
             if rule is not None:
                 schema = rewrite_definition(schema, rule, known_secrets())
-            schema["name"] = self._exposed(rule.name if rule and rule.name else tool.name)
+            schema["name"] = self._exposed(rule.name if rule and rule.name else tool.name,
+                                           siblings)
             defs[tool.name] = schema
             plans[tool.name] = ArgumentPlan.of(schema["name"], rule)
         self.listed = True
