@@ -22,6 +22,7 @@ from mcp_hub.redact import RedactingFilter, add_secrets, redact
 
 if TYPE_CHECKING:
     from mcp_hub.config import HubConfig
+    from mcp_hub.hub import Hub
 
 # Everything heavier (the MCP SDK, pydantic models) is imported inside the commands,
 # after main() has started the stdio upstreams (see mcp_hub.prespawn).
@@ -124,7 +125,7 @@ async def _with_hub(config: HubConfig, fn: Any, *, wait: bool = True) -> Any:
 def cmd_tools(args: argparse.Namespace) -> int:
     config = _load(args)
 
-    async def run(hub: Any) -> int:
+    async def run(hub: Hub) -> int:
         from mcp_hub.naming import server_of_toolset
         from mcp_hub.tool_search import estimate_tokens
 
@@ -138,7 +139,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
                          "description": (e.description or "").strip().splitlines()[0][:100]
                          if e.description else "", **rewrite_fields(hub, server, name, args.profile)})
         rejected = hub.status()["rejected_tools"]
-        tokens = None
+        tokens: dict[str, Any] | None = None
         if args.tokens:
             full = hub.registry.get_definitions()
             visible = [t.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -170,7 +171,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return int(run_async(lambda: _with_hub(config, run)))
 
 
-def rewrite_fields(hub: Any, server: str, name: str, profile: str | None) -> dict[str, Any]:
+def rewrite_fields(hub: Hub, server: str, name: str, profile: str | None) -> dict[str, Any]:
     """``upstream_name`` and ``rewrites`` (the server's rule, secrets redacted) of one tool,
     and ``profile_rewrites`` (``profile``'s rule on top) when it has one."""
     from mcp_hub.rewrite.tool import applied
@@ -191,7 +192,7 @@ def rewrite_fields(hub: Any, server: str, name: str, profile: str | None) -> dic
 def cmd_check(args: argparse.Namespace) -> int:
     config = _load(args)
 
-    async def run(hub: Any) -> int:
+    async def run(hub: Hub) -> int:
         statuses = hub.upstreams.statuses()
         failed = 0
         header = f"{'SERVER':<20} {'STATE':<13} {'TRANSPORT':<9} {'TOOLS':>5} {'PROMPTS':>7} " \
@@ -223,7 +224,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return int(run_async(lambda: _with_hub(config, run)))
 
 
-def rewrite_problems(hub: Any) -> list[str]:
+def rewrite_problems(hub: Hub) -> list[str]:
     """The mistakes in the config's tool rewrites, against what the upstreams list now."""
     from mcp_hub.naming import is_upstream_toolset
     from mcp_hub.rewrite.check import problems
@@ -250,7 +251,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         raise HubError("--args: must be a JSON object")
 
-    async def run(hub: Any) -> int:
+    async def run(hub: Hub) -> int:
         result = await hub.call_tool(args.name, arguments)
         print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True),
                          indent=2))
