@@ -22,6 +22,7 @@ from mcp_hub.redact import RedactingFilter, add_secrets, redact
 
 if TYPE_CHECKING:
     from mcp_hub.config import HubConfig
+    from mcp_hub.hub import Hub
     from mcp_hub.hub_client import RemoteHub
 
 # Everything heavier (the MCP SDK, pydantic models) is imported inside the commands,
@@ -197,7 +198,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     else:
         _started_here(config, args)
 
-    async def run(hub: Any) -> int:
+    async def run(hub: Hub) -> int:
         from mcp_hub.naming import server_of_toolset
         from mcp_hub.tool_search import estimate_tokens
 
@@ -215,7 +216,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
                          "description": (e.description or "").strip().splitlines()[0][:100]
                          if e.description else "", **rewrite_fields(hub, server, name, args.profile)})
         rejected = hub.status()["rejected_tools"]
-        tokens = None
+        tokens: dict[str, Any] | None = None
         if args.tokens:
             full = hub.registry.get_definitions()
             visible = [t.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -247,7 +248,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return int(run_async(lambda: _with_hub(config, run)))
 
 
-def _unavailable(hub: Any, entry: Any, server: str) -> str:
+def _unavailable(hub: Hub, entry: Any, server: str) -> str:
     """Why a registered tool is not listed to clients now."""
     missing = [v for v in entry.requires_env or () if not os.environ.get(v)]
     if missing:
@@ -289,7 +290,7 @@ def _tools_remote(args: argparse.Namespace, remote: RemoteHub) -> int:
     return 0
 
 
-def rewrite_fields(hub: Any, server: str, name: str, profile: str | None) -> dict[str, Any]:
+def rewrite_fields(hub: Hub, server: str, name: str, profile: str | None) -> dict[str, Any]:
     """``upstream_name`` and ``rewrites`` (the server's rule, secrets redacted) of one tool,
     and ``profile_rewrites`` (``profile``'s rule on top) when it has one."""
     from mcp_hub.rewrite.tool import applied
@@ -310,7 +311,7 @@ def rewrite_fields(hub: Any, server: str, name: str, profile: str | None) -> dic
 def cmd_check(args: argparse.Namespace) -> int:
     config = _load(args)
 
-    async def run(hub: Any) -> int:
+    async def run(hub: Hub) -> int:
         statuses = hub.upstreams.statuses()
         failed = 0
         header = f"{'SERVER':<20} {'STATE':<13} {'TRANSPORT':<9} {'TOOLS':>5} {'PROMPTS':>7} " \
@@ -342,7 +343,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return int(run_async(lambda: _with_hub(config, run)))
 
 
-def rewrite_problems(hub: Any) -> list[str]:
+def rewrite_problems(hub: Hub) -> list[str]:
     """The mistakes in the config's tool rewrites, against what the upstreams list now."""
     from mcp_hub.naming import is_upstream_toolset
     from mcp_hub.rewrite.check import problems
@@ -384,7 +385,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         own = config.servers[args.server].effective_prefix(args.server)
         prefix = own + config.hub.tool_name_separator if own else ""
 
-    async def run(hub: Any) -> int:
+    async def run(hub: Hub) -> int:
         name = args.name
         if prefix and not name.startswith(prefix) and name not in hub.registry.snapshot():
             name = prefix + name
@@ -403,7 +404,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         _only_server(config, args.server)
         _started_here(config, args)
 
-        async def local(hub: Any) -> int:
+        async def local(hub: Hub) -> int:
             return _print_status(args, hub.status())
 
         return int(run_async(lambda: _with_hub(config, local)))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -31,13 +31,25 @@ from mcp.types import (
     LoggingLevel,
 )
 
-__all__ = ["INPUT_KEY", "CallContext", "NoClientError"]
+__all__ = ["INPUT_KEY", "CallContext", "NoClientError", "ToolHub"]
 
 #: The key a 2026-07-28 upstream gave the input request being relayed now (its
 #: ``inputRequests`` key); a hub input round that asks its own client in turn
 #: uses the same key, so the client sees the upstream's names.
 INPUT_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mcp_hub_input_key", default=None)
+
+
+class ToolHub(Protocol):
+    """What a builtin tool may ask of the Hub that runs it (``call.hub``): the caller's status.
+
+    The Hub satisfies it structurally (:mod:`mcp_hub.hub_interface` names the serving
+    side's larger interface next to it).
+    """
+
+    def status(self, profile: Any = None) -> dict[str, Any]:
+        """The hub's status as ``profile`` (a :class:`mcp_hub.access.Caller`) may see it."""
+        ...
 
 
 class NoClientError(MCPError):
@@ -59,7 +71,7 @@ class CallContext:
     #: The downstream session object, for code that must key state by session.
     session: Any = None
     #: The Hub, for builtin tools that report on it (``hub_status``).
-    hub: Any = None
+    hub: ToolHub | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     # -- how the request arrived (telemetry: trace context in, span attributes) ----------
     #: The request's ``_meta`` as the client sent it (``traceparent``/``tracestate``).

@@ -4,23 +4,58 @@
 
     HubError                         anything the hub itself reports
      ├── ConfigError                 servers.toml / settings are wrong; names the key path
+     ├── IncompatibleLibrary         an installed library lacks a private hook the hub needs
+     │                               (mcp_hub.compat)
      ├── UpstreamError               an upstream server failed
      │    ├── ConnectFailure         connecting failed; ``permanent`` says if retrying helps
      │    │                          (mcp_hub.upstream.transports)
      │    └── CallLost               the connection died while a request was in flight
      │                               (mcp_hub.upstream.failures)
-     ├── IncompatibleLibrary         an installed library lacks a private hook the hub needs
-     │                               (mcp_hub.compat)
+     ├── OAuthError                  an upstream's OAuth flow or tokens failed
+     │    └── NeedsLogin             the server waits for ``mcp-hub login NAME``
+     │                               (mcp_hub.upstream.oauth.errors)
+     ├── PoolFull                    no room for another per-user upstream session
+     │                               (mcp_hub.upstream.peruser.pool)
+     ├── AuthError                   a downstream caller's credential or sign-in is refused
+     │    ├── AuthFailure            why a request is refused: status, error, description
+     │    │                          (mcp_hub.auth.authenticator)
+     │    ├── InvalidToken           a token that is not acceptable (mcp_hub.auth.jwt_verify)
+     │    │    └── Throttled         the introspection endpoint asked us to wait
+     │    │                          (mcp_hub.auth.introspection)
+     │    ├── SignInError            a browser sign-in that failed (mcp_hub.auth.browser)
+     │    └── MissingPrincipal (+ValueError)  the claims name nobody (mcp_hub.auth.identity)
+     ├── DiscoveryError              an authorization server's metadata or keys are unusable
+     │                               (mcp_hub.auth.discovery)
+     ├── StateUnavailable            the shared state store (Redis) cannot be reached
+     │                               (mcp_hub.state.base)
+     ├── RoundsFull, RoundCancelled  a 2026-07-28 input round cannot be held / was given up
+     │                               (mcp_hub.eras.held)
+     ├── EncoderUnavailable          the semantic ranking's encoder cannot be loaded
+     │                               (mcp_hub.search.encoder)
+     ├── OnnxUnavailable             the ONNX runtime for it is missing or fails
+     │                               (mcp_hub.search.onnx_encoder)
      ├── PinError                    the tool pin file cannot be read or written (mcp_hub.pins)
      ├── JsonEditError (+ValueError) a client config is not JSON(C) of the expected shape
      │                               (mcp_hub.jsonedit)
-     └── OutsideRootsError, _Refused the file tools refuse a path or an argument
+     └── OutsideRootsError (+ValueError), _Refused
+                                     the file tools refuse a path or an argument
                                      (builtin_tools.file_tools)
 
     MCPError (mcp SDK)               protocol errors: travel to the client as JSON-RPC errors
      ├── UnknownToolError            tools/call named a tool the caller cannot reach (-32602)
      └── NoClientError               no downstream client can answer an upstream's request
                                      (mcp_hub.context)
+
+    Exception                        signals that never leave the module that raises them
+     ├── Refused                     a tool rewrite refuses a call; caught where the call is
+     │                               run and turned into its ``isError`` text
+     │                               (mcp_hub.rewrite.tool)
+     └── _TooLarge                   a request body passed its limit while it was read; the
+                                     reader answers 413 (mcp_hub.downstream.asgi_body)
+
+Every exception class of the package appears in this tree
+(``tests/test_errors_tree.py`` reads the source and checks it). The classes
+live next to the code that raises them; this module defines the roots.
 
 Where they are translated:
 
@@ -58,6 +93,10 @@ class IncompatibleLibrary(HubError):
 
 class UpstreamError(HubError):
     """An upstream MCP server could not be reached or answered with a failure."""
+
+
+class AuthError(HubError):
+    """A downstream caller's credential or sign-in is refused; ``str()`` never holds a secret."""
 
 
 class UnknownToolError(MCPError):

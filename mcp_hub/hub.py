@@ -57,7 +57,7 @@ from mcp_hub.state import StateBackend, open_state
 from mcp_hub.steps import run_steps, run_steps_sliced
 from mcp_hub.tasks import TaskBook
 from mcp_hub.telemetry import reconfigure_telemetry, start_telemetry, stop_telemetry
-from mcp_hub.tool_listing import definition_steps, origins_steps
+from mcp_hub.tool_listing import ToolListing
 from mcp_hub.tool_models import ToolModels
 from mcp_hub.tool_search import ToolSearchBridge, plan_exposure, ranking_status
 from mcp_hub.toolsets import Toolsets
@@ -174,6 +174,9 @@ class Hub(ServingMixin):
         #: The one enforcement point for what each caller may reach.
         self.access = AccessControl(lambda: self.config, self.registry, self.upstreams,
                                     self.toolsets)
+        #: What tools/list shows each caller, walked in steps (mcp_hub.tool_listing).
+        self.listing = ToolListing(self.registry, self.access, lambda: self.config,
+                                   self.rewrites_for)
         self.bridge = self.bridge_for(EVERYONE)
         #: The one start-up deadline every request's wait is bounded by.
         self.startup = StartupGate(self.upstreams, self.registry, config.hub.startup_timeout,
@@ -189,8 +192,6 @@ class Hub(ServingMixin):
         self._defs_cache: OrderedDict[tuple[Any, ...], list[dict[str, Any]]] = OrderedDict()
         self._defs_flights = Flights()
         self._tool_models = ToolModels()  # one Tool model per unchanged definition
-        self._origins: tuple[int, dict[str, str], dict[str, str]] | None = None
-        self._bridge_active: dict[Caller, bool] = {}
         self._catalog_cache: dict[Caller, tuple[Hashable, Catalog]] = {}
         #: Calls in flight, and the bounded wait for them on SIGTERM (mcp_hub.drain).
         self.drain = Drain()
@@ -460,9 +461,6 @@ class Hub(ServingMixin):
         self._rewrites[profiles] = (config, rewrites)
         return rewrites
 
-    def _origins_and_servers(self) -> tuple[dict[str, str], dict[str, str]]:
-        return run_steps(origins_steps(self))
-
     def _deferred_catalog(self, caller: Caller) -> Catalog:
         """What ``tool_search`` searches for ``caller``: the upstream and plugin tools it may reach.
 
@@ -474,7 +472,7 @@ class Hub(ServingMixin):
         if cached is not None and cached[0] == available:
             return cached[1]
         defs = self._definitions(caller)
-        origins, servers = self._origins_and_servers()
+        origins, servers = self.listing.origins()
         if (rewrites := self.rewrites_for(caller)) is not None:
             origins, servers = rewrites.names(origins), rewrites.names(servers)
         result = ([d for d in defs if origins.get(d["name"]) in ("upstream", "plugin")], servers,
@@ -538,7 +536,7 @@ class Hub(ServingMixin):
 
     def tool_definitions(self, profile: Caller | str | None = None) -> list[dict[str, Any]]:
         """The definitions ``tools/list`` shows this caller (the ``tool_search`` plan applied)."""
-        return run_steps(definition_steps(self, as_caller(profile)))
+        return run_steps(self.listing.definition_steps(as_caller(profile)))
 
     async def tool_definitions_sliced(self, profile: Caller | str | None,
                                       pause: Callable[[], Awaitable[None]]) -> list[dict[str, Any]]:
@@ -558,7 +556,7 @@ class Hub(ServingMixin):
             if not await self._defs_flights.joined(key):
                 break
         with self._defs_flights.flying(key):
-            defs = await run_steps_sliced(definition_steps(self, caller), pause)
+            defs = await run_steps_sliced(self.listing.definition_steps(caller), pause)
             if (caller, self.registry.definitions.availability_key(), id(self.config)) == key:
                 self._defs_cache[key] = defs
                 while len(self._defs_cache) > 16:
@@ -568,7 +566,7 @@ class Hub(ServingMixin):
     def tool_search_state(self, profile: Caller | str | None = None) -> dict[str, Any]:
         caller = as_caller(profile)
         defs = self._definitions(caller)
-        origins, servers = self._origins_and_servers()
+        origins, servers = self.listing.origins()
         if (rewrites := self.rewrites_for(caller)) is not None:
             origins, servers = rewrites.names(origins), rewrites.names(servers)
         plan = plan_exposure(defs, origins, servers, self.config.tool_search)

@@ -10,21 +10,27 @@ class in; it owns the attributes declared here.
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from mcp_hub.access import AccessControl, Caller, OpsView, remember_caller
+from mcp_hub.config import HubConfig
 from mcp_hub.context import CallContext
+from mcp_hub.list_freshness import ListHintValue, list_hint
 from mcp_hub.log_levels import client_log_level, most_verbose, set_client_log_level
 from mcp_hub.metrics import Metrics
+from mcp_hub.registry import ToolRegistry
 from mcp_hub.sessions import SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.tasks import TaskBook, TaskRecord
 
 if TYPE_CHECKING:
-    from mcp_hub.upstream import UpstreamManager, UpstreamStatus
+    from mcp_hub.upstream import ServerConnection, UpstreamManager, UpstreamStatus
+    from mcp_hub.upstream.peruser import PerUserServers
+    from mcp_hub.upstream.peruser.service import ConnectAnswer
 
 __all__ = ["RELATED_TASK", "ServingMixin", "with_task_id"]
 
@@ -42,8 +48,11 @@ logger = logging.getLogger("mcp_hub.hub")
 class ServingMixin:
     """What a transport may ask of the Hub besides tools (see the module docstring)."""
 
+    config: HubConfig
+    registry: ToolRegistry
     access: AccessControl
     upstreams: UpstreamManager
+    per_user: PerUserServers
     startup: StartupGate
     sessions: SessionTracker
     metrics: Metrics
@@ -69,6 +78,37 @@ class ServingMixin:
     def upstream_statuses(self) -> list[UpstreamStatus]:
         """One status per configured upstream server, in file order."""
         return self.upstreams.statuses()
+
+    def upstreams_for(self, caller: Caller) -> list[ServerConnection]:
+        """The upstream connections ``caller`` may reach (what its capabilities are made of)."""
+        policy = self.access.policy(caller)
+        return [c for c in self.upstreams.connections()
+                if policy.unrestricted or policy.server(c.name)]
+
+    async def open_connect_link(self, name: str, ticket: str, base: str,
+                                signed_in: str | None) -> ConnectAnswer:
+        """``GET /connect/NAME``: begin a per-user server's sign-in (mcp_hub/upstream/peruser/)."""
+        return await self.per_user.open_link(name, ticket, base, signed_in)
+
+    async def finish_connect(self, query: dict[str, str], browser: str | None) -> ConnectAnswer:
+        """``GET /connect/callback``: the authorization server's redirect back."""
+        return await self.per_user.finish(query, browser)
+
+    # ------------------------------------------------------------------ list freshness
+    @property
+    def tools_generation(self) -> int:
+        """The registry's generation: it moves on every change of the tools."""
+        return int(self.registry.generation)
+
+    def tools_availability(self) -> Hashable:
+        """What changes when the visible tools may: the generation and the gated tools' state
+        (a ``check_fn`` that flips after its TTL)."""
+        key: Hashable = self.registry.definitions.availability_key()
+        return key
+
+    def list_hint(self, kind: str, caller: Caller, *, gated: bool | None = None) -> ListHintValue:
+        """The ``ttlMs``/``cacheScope`` of the ``kind`` list for ``caller`` (mcp_hub.list_freshness)."""
+        return list_hint(self, kind, caller, gated=gated)
 
     # ------------------------------------------------------------------ operations views
     def ops_view(self, caller: Caller) -> OpsView:

@@ -20,18 +20,34 @@ promise follows from how it learns of changes:
   same for everyone on that endpoint).
 
 Older protocol versions do not carry these fields; the SDK's sieve drops them.
-Reads the Hub duck-typed (``upstreams``, ``registry``, ``config``); imports no
-upstream module.
+Reads what :class:`HintSource` names of the Hub (``upstreams``, ``registry``,
+``config``); the serving side asks :meth:`mcp_hub.hub.Hub.list_hint`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_hub.access import Caller
+from mcp_hub.config import HubConfig
 from mcp_hub.definitions import CHECK_FN_TTL_SECONDS
+from mcp_hub.registry import ToolRegistry
 
-__all__ = ["ListHintValue", "hint_fields", "list_hint"]
+if TYPE_CHECKING:
+    from mcp_hub.upstream import UpstreamManager
+
+__all__ = ["HintSource", "ListHintValue", "hint_fields", "list_hint"]
+
+
+class HintSource(Protocol):
+    """What the hints are worked out from (the Hub has these parts)."""
+
+    @property
+    def config(self) -> HubConfig: ...
+    @property
+    def upstreams(self) -> UpstreamManager: ...
+    @property
+    def registry(self) -> ToolRegistry: ...
 
 ListHintValue = tuple[int, Literal["public", "private"]]
 _FEATURE = {"tools": "tools", "prompts": "prompts", "resources": "resources",
@@ -43,7 +59,7 @@ def _pushes_changes(conn: Any, feature: str) -> bool:
     return bool(getattr(capability, "list_changed", False))
 
 
-def list_hint(hub: Any, kind: str, caller: Caller, *, gated: bool | None = None) -> ListHintValue:
+def list_hint(hub: HintSource, kind: str, caller: Caller, *, gated: bool | None = None) -> ListHintValue:
     """(ttlMs, cacheScope) for the ``kind`` list the hub answers ``caller`` now.
 
     ``gated``: whether some tool is gated by a ``check_fn`` (asked of the registry if None).
@@ -70,7 +86,7 @@ def list_hint(hub: Any, kind: str, caller: Caller, *, gated: bool | None = None)
     return ttl, scope
 
 
-def hint_fields(hub: Any, kind: str, caller: Caller) -> dict[str, Any]:
-    """``list_hint`` as the keyword arguments of an SDK list result (``ttl_ms``, ``cache_scope``)."""
-    ttl, scope = list_hint(hub, kind, caller)
+def hint_fields(hint: ListHintValue) -> dict[str, Any]:
+    """A hint as the keyword arguments of an SDK list result (``ttl_ms``, ``cache_scope``)."""
+    ttl, scope = hint
     return {"ttl_ms": ttl, "cache_scope": scope}

@@ -72,12 +72,12 @@ def filtered_environment(extra: Mapping[str, str], base: Mapping[str, str] | Non
     return env
 
 
-def _search_path(hub: Any, config_path: Path) -> commands.SearchPath | None:
+def _search_path(table: Any, config_path: Path) -> commands.SearchPath | None:
     """``[hub] path`` / ``hub_bin_on_path`` as the validated config will read them (None: unusual)."""
-    hub = {} if hub is None else hub
-    if not isinstance(hub, dict):
+    table = {} if table is None else table
+    if not isinstance(table, dict):
         return None
-    entries, hub_bin = hub.get("path", []), hub.get("hub_bin_on_path", True)
+    entries, hub_bin = table.get("path", []), table.get("hub_bin_on_path", True)
     if not (isinstance(entries, list) and _plain(entries) and isinstance(hub_bin, bool)):
         return None
     return commands.search_path(entries, hub_bin, str(config_path.resolve().parent))

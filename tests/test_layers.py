@@ -126,6 +126,10 @@ def test_every_import_points_down() -> None:
     ("builtin_tools.hub_status", "from mcp_hub.hub import Hub", "through call.hub"),
     ("mcp_hub.upstream.manager", "def f():\n    from mcp_hub.hub import Hub\n",
      "upstream/ and search/ do not import the Hub"),
+    ("mcp_hub.hub_interface", "from mcp_hub.hub import Hub",
+     "only the serving side and the CLI import the Hub"),
+    ("mcp_hub.context", "from mcp_hub.downstream.server import HubServer",
+     "only the CLI and the serving side import the serving side"),
 ])
 def test_the_scan_catches_a_wrong_import(module: str, source: str, rule: str) -> None:
     """The rule is not vacuous: each kind of wrong import is reported."""

@@ -124,16 +124,16 @@ async def test_a_burst_of_lists_after_a_change_is_one_preparation(hub: Hub) -> N
 
 async def test_the_digest_and_the_list_share_one_walk_of_the_definitions(
         hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
-    import mcp_hub.hub as hub_module
+    from mcp_hub.tool_listing import ToolListing
 
     walks: list[object] = []
-    real = hub_module.definition_steps
+    real = ToolListing.definition_steps
 
-    def counting(h: object, caller: object) -> object:
+    def counting(listing: ToolListing, caller: Any) -> Any:
         walks.append(caller)
-        return real(h, caller)  # type: ignore[arg-type]
+        return real(listing, caller)
 
-    monkeypatch.setattr(hub_module, "definition_steps", counting)
+    monkeypatch.setattr(ToolListing, "definition_steps", counting)
     add_tool(hub, "walk_once")
 
     async def pause() -> None:

@@ -55,6 +55,7 @@ from mcp_hub.auth.metadata import (
 )
 from mcp_hub.auth.rules import first_match
 from mcp_hub.auth.settings import AccessRule, AuthConfig
+from mcp_hub.errors import AuthError
 from mcp_hub.redact import add_secrets
 
 __all__ = ["COOKIE_NAME", "AuthFailure", "Authenticator"]
@@ -66,7 +67,7 @@ TOKEN_COOKIE_SECONDS = 12 * 3600.0
 
 
 @dataclass
-class AuthFailure(Exception):
+class AuthFailure(AuthError):
     """Why a request is refused; nothing in it is a credential."""
 
     status: int

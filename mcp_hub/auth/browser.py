@@ -36,6 +36,7 @@ from mcp_hub.auth.discovery import DiscoveryError
 from mcp_hub.auth.identity import Identity, identity_from_claims
 from mcp_hub.auth.jwt_verify import InvalidToken, JwtVerifier
 from mcp_hub.auth.settings import AuthConfig, BrowserLogin
+from mcp_hub.errors import AuthError
 
 __all__ = ["FLOW_SECONDS", "BrowserSignIn", "SignInError", "safe_next"]
 
@@ -44,7 +45,7 @@ FLOW_SECONDS = 600.0
 _TIMEOUT = 10.0
 
 
-class SignInError(Exception):
+class SignInError(AuthError):
     """A sign-in that failed; ``str()`` is safe to show (no code, token or secret in it)."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mcp_hub.errors import AuthError
+
 __all__ = ["Identity", "MissingPrincipal", "identity_from_claims"]
 
 Kind = Literal["token", "jwt", "introspection"]
@@ -54,7 +56,7 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-class MissingPrincipal(ValueError):
+class MissingPrincipal(AuthError, ValueError):
     """The token's claims do not name who it belongs to."""
 
 

@@ -24,13 +24,14 @@ import jwt
 
 from mcp_hub.auth.discovery import IssuerKeys
 from mcp_hub.compat.libs import jwk_fields
+from mcp_hub.errors import AuthError
 
 __all__ = ["InvalidToken", "JwtVerifier", "looks_like_jwt"]
 
 _CACHE_SIZE = 4096
 
 
-class InvalidToken(Exception):
+class InvalidToken(AuthError):
     """A token that is not acceptable; the message is safe to show (it never holds the token)."""
 
 

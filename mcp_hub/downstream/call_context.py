@@ -49,6 +49,7 @@ from pydantic import BaseModel
 
 from mcp_hub.compat.libs import request_connection
 from mcp_hub.context import CallContext
+from mcp_hub.hub_interface import ServingHub
 from mcp_hub.log_levels import LOG_LEVELS, below_level, client_log_level
 
 __all__ = ["LOG_LEVELS", "Downstream", "JsonRpcDownstream", "RelayCallContext",
@@ -121,7 +122,7 @@ class RelayCallContext(CallContext):
 
     def __init__(self, downstream: Downstream, *, tool_name: str, request_id: str | int | None,
                  progress_token: str | int | None, client_capabilities: ClientCapabilities | None,
-                 client_name: str | None, session: Any, hub: Any,
+                 client_name: str | None, session: Any, hub: ServingHub,
                  meta: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
                  transport: str = "pipe", protocol_version: str | None = None,
                  session_id: str | None = None) -> None:
@@ -231,7 +232,7 @@ def _session_id(request: Any) -> str | None:
 class SessionCallContext(RelayCallContext):
     """The call context of a request the SDK server dispatched."""
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any], tool_name: str, hub: Any) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any, Any], tool_name: str, hub: ServingHub) -> None:
         meta = ctx.meta
         session = ctx.session
         params = session.client_params

@@ -29,7 +29,7 @@ from mcp_hub.downstream.login_routes import (
     request_base,
     secure_request,
 )
-from mcp_hub.hub import Hub
+from mcp_hub.hub_interface import ServingHub
 
 __all__ = ["CONNECT_PREFIX", "connect_routes"]
 
@@ -43,12 +43,12 @@ def _signed_in(authn: Authenticator, request: Request) -> str | None:
     return identity.name if identity is not None else None
 
 
-def connect_routes(hub: Hub, public_url: str | None, authn: Authenticator) -> list[Route]:
+def connect_routes(hub: ServingHub, public_url: str | None, authn: Authenticator) -> list[Route]:
     """The two routes; they answer 404 unless a per-user server is configured."""
 
     async def callback(request: Request) -> Response:
         query = {k: v for k, v in request.query_params.items()}
-        answer = await hub.per_user.finish(query, request.cookies.get(_COOKIE))
+        answer = await hub.finish_connect(query, request.cookies.get(_COOKIE))
         response = browser_page(answer.status, answer.message)
         response.delete_cookie(_COOKIE, path="/connect")
         return response
@@ -61,7 +61,7 @@ def connect_routes(hub: Hub, public_url: str | None, authn: Authenticator) -> li
         except AuthFailure as failure:
             return browser_page(failure.status, "No access rule of this hub admits the identity this "
                                          "browser is signed in as. Nothing was connected.")
-        answer = await hub.per_user.open_link(name, ticket, request_base(request, public_url), signed_in)
+        answer = await hub.open_connect_link(name, ticket, request_base(request, public_url), signed_in)
         if answer.sign_in and authn.browser is None:
             return browser_page(401, "This hub has no browser sign-in ([auth.browser]), so it "
                                      "cannot tell who opened this link. Nothing was connected.")

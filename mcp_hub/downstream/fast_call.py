@@ -22,6 +22,7 @@ from mcp.types import INTERNAL_ERROR
 
 from mcp_hub.access import Caller
 from mcp_hub.context import CallContext
+from mcp_hub.hub_interface import ServingHub
 
 __all__ = ["call_message", "encode_message", "error_message"]
 
@@ -35,7 +36,7 @@ def error_message(rid: Any, code: int, message: str, data: Any = None) -> dict[s
     return {"jsonrpc": "2.0", "id": rid, "error": error}
 
 
-async def call_message(hub: Any, profile: Caller | str | None, version: str, rid: Any,
+async def call_message(hub: ServingHub, profile: Caller | str | None, version: str, rid: Any,
                        name: str, arguments: dict[str, Any], call: CallContext) -> dict[str, Any]:
     """Run one call through :meth:`Hub.call_tool`; its JSON-RPC answer (result or error)."""
     try:

@@ -42,6 +42,7 @@ from mcp_hub.downstream.call_context import JsonRpcDownstream, RelayCallContext
 from mcp_hub.downstream.fast_call import call_message
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.prepared_lists import LIST_METHODS, ListKind, prepared_lists
+from mcp_hub.hub_interface import ServingHub
 from mcp_hub.log_levels import LOG_LEVELS, client_log_level, set_client_log_level
 
 __all__ = ["StdioFastPath"]
@@ -69,7 +70,7 @@ class _Pending:
 class StdioFastPath(JsonRpcDownstream):
     """Serves ``tools/call`` on one stdio connection; see the module docstring."""
 
-    def __init__(self, hub: Any, profile: str | None, send_raw: SendRaw,
+    def __init__(self, hub: ServingHub, profile: str | None, send_raw: SendRaw,
                  tg: anyio.abc.TaskGroup) -> None:
         self.hub = hub
         self.profile = profile

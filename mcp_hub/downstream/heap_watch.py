@@ -13,27 +13,27 @@ arrived since. ``heap_settle_seconds = 0`` turns this off.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
 
 from mcp_hub.downstream.prepared_lists import prepared_lists
+from mcp_hub.hub_interface import ServingHub
 from mcp_hub.settled_heap import SettleWatch
 
 __all__ = ["catalog_fingerprint", "keep_heap_settled"]
 
 
-def catalog_fingerprint(hub: Any) -> Callable[[], Hashable]:
+def catalog_fingerprint(hub: ServingHub) -> Callable[[], Hashable]:
     """What changes when the hub's long-lived catalog objects may have: cheap to read."""
     lists = prepared_lists(hub)
 
     def fingerprint() -> Hashable:
         counters = getattr(hub.sessions, "generations", {})
-        return (id(hub.config), int(hub.registry.generation), tuple(sorted(counters.items())),
+        return (id(hub.config), hub.tools_generation, tuple(sorted(counters.items())),
                 lists.preparations)
 
     return fingerprint
 
 
-async def keep_heap_settled(hub: Any) -> None:
+async def keep_heap_settled(hub: ServingHub) -> None:
     """Settle the heap after every change of the catalog, for as long as the hub runs."""
     quiet = float(getattr(hub.config.hub, "heap_settle_seconds", 0.0))
     if quiet <= 0:

@@ -79,7 +79,7 @@ from mcp_hub.downstream.session_pool import PooledSessionManager, SessionPool
 from mcp_hub.downstream.shared_rate import SharedRateLimit
 from mcp_hub.downstream.sse_routes import sse_endpoints
 from mcp_hub.downstream.status_page import STATUS_PAGE_HTML
-from mcp_hub.hub import Hub
+from mcp_hub.hub_interface import ServingHub
 from mcp_hub.state import StateBackend
 
 __all__ = ["build_app"]
@@ -331,7 +331,7 @@ def _session_owner_check(managers: Iterable[HookedSessionManager]
     return may_use
 
 
-def _ops_routes(hub: Hub, pool: SessionPool, resumption: Resumption, fast_served: dict[str, int],
+def _ops_routes(hub: ServingHub, pool: SessionPool, resumption: Resumption, fast_served: dict[str, int],
                 replicas: Any, bus: Any) -> list[Route | Mount]:
     """Health, readiness, metrics, the status page and its JSON."""
 
@@ -343,7 +343,7 @@ def _ops_routes(hub: Hub, pool: SessionPool, resumption: Resumption, fast_served
         # A shared store that is down degrades the hub but does not make it unready
         # (what does not need the store keeps working): the body says so.
         body: dict[str, Any] = {"ready": ready, **state_readiness(hub.state)}
-        waiting = [s.name for s in hub.upstreams.statuses() if str(s.state) == "needs_login"]
+        waiting = [s.name for s in hub.upstream_statuses() if str(s.state) == "needs_login"]
         if waiting:  # OAuth servers waiting for `mcp-hub login NAME`; the hub serves the rest
             body["needs_login"] = waiting
         return JSONResponse(body, status_code=200 if ready else 503)
@@ -375,7 +375,7 @@ def _ops_routes(hub: Hub, pool: SessionPool, resumption: Resumption, fast_served
     ]
 
 
-def build_app(hub: Hub, *, host: str, http: HttpConfig, stateless: bool = False) -> Starlette:
+def build_app(hub: ServingHub, *, host: str, http: HttpConfig, stateless: bool = False) -> Starlette:
     """Build the Starlette app serving ``hub`` over Streamable HTTP and SSE."""
     security = _security(host, http)
     servers: dict[str | None, HubServer] = {None: build_server(hub)}

@@ -69,6 +69,7 @@ from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.paced_send import paced
 from mcp_hub.downstream.prepared_lists import LIST_METHODS, prepared_lists
+from mcp_hub.hub_interface import ServingHub
 from mcp_hub.settled_heap import settled_heap
 
 __all__ = ["FastSession", "HttpFastPath", "freeze_startup_heap", "live_session"]
@@ -95,7 +96,7 @@ class FastSession:
     version: str
 
 
-def live_session(hub: Any, manager: HookedSessionManager, sid: str,
+def live_session(hub: ServingHub, manager: HookedSessionManager, sid: str,
                  scope: Scope) -> FastSession | None:
     """The session ``sid`` of ``manager`` if the fast path may serve it, else None.
 
@@ -165,7 +166,7 @@ def _head(scope: Scope) -> str | None:
 class HttpFastPath:
     """The ASGI layer of the HTTP fast path (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, hub: Any,
+    def __init__(self, app: ASGIApp, *, hub: ServingHub,
                  endpoints: dict[str, tuple[HookedSessionManager, Caller]],
                  served: dict[str, int] | None = None, bus: Any = None) -> None:
         self.app = app

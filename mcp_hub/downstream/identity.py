@@ -16,7 +16,7 @@ from mcp_hub.access import Caller
 from mcp_hub.auth.authenticator import Authenticator
 from mcp_hub.auth.identity import Identity
 from mcp_hub.config import HttpConfig
-from mcp_hub.hub import Hub
+from mcp_hub.hub_interface import ServingHub
 
 __all__ = ["IDENTITY_KEY", "build_authenticator", "caller_for", "scope_caller"]
 
@@ -39,7 +39,7 @@ def scope_caller(scope: Any, base: Caller) -> Caller:
     return Caller(profile=base.profile, identity=identity.name, attributes=identity.attributes)
 
 
-def build_authenticator(hub: Hub, http: HttpConfig) -> Authenticator:
+def build_authenticator(hub: ServingHub, http: HttpConfig) -> Authenticator:
     """The authenticator of the HTTP hub; rules and profiles are read from the live config.
 
     With ``[auth]`` the config names the hub's URL (``public_url`` or ``audience``;

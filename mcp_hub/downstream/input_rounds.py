@@ -56,6 +56,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from mcp_hub.context import INPUT_KEY
 from mcp_hub.downstream.call_context import SessionCallContext
 from mcp_hub.eras.held import HeldRounds, Round, RoundsFull, owner_of
+from mcp_hub.hub_interface import ServingHub
 
 __all__ = ["RoundCallContext", "install_state_boundary", "resume_for_replica",
            "run_with_rounds", "wants_rounds"]
@@ -119,8 +120,9 @@ class RoundCallContext(SessionCallContext):
     waiting on the round; while none is (between requests) they are dropped.
     """
 
-    def __init__(self, ctx: Ctx, target: str, hub: Any) -> None:
+    def __init__(self, ctx: Ctx, target: str, hub: ServingHub) -> None:
         super().__init__(ctx, target, hub)
+        self._serving = hub  # typed: ``self.hub`` is the narrower ToolHub of every call
         self.round: Round | None = None
         self.attached = True
         #: While another replica's request waits on the round: where progress and logs go.
@@ -129,7 +131,7 @@ class RoundCallContext(SessionCallContext):
     def attach(self, ctx: Ctx) -> None:
         """Relay to ``ctx`` from now on: the request that is waiting on the round."""
         meta = ctx.meta
-        self._downstream = SessionCallContext(ctx, self.tool_name, self.hub)._downstream
+        self._downstream = SessionCallContext(ctx, self.tool_name, self._serving)._downstream
         self.request_id = ctx.request_id
         self.progress_token = meta.get("progress_token") if meta else None
         self.attached = True
@@ -263,7 +265,7 @@ async def resume_for_replica(
 
 
 async def run_with_rounds(
-    store: HeldRounds, ctx: Ctx, params: Any, *, method: str, target: str, hub: Any,
+    store: HeldRounds, ctx: Ctx, params: Any, *, method: str, target: str, hub: ServingHub,
     invoke: Callable[[SessionCallContext], Awaitable[ResultT]],
 ) -> ResultT | InputRequiredResult:
     """Run ``invoke`` for a request that may span input rounds (see the module doc)."""

@@ -24,7 +24,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCRequest
 
 from mcp_hub.diagnosis import problem
-from mcp_hub.hub import Hub
+from mcp_hub.hub_interface import ServingHub
 
 __all__ = ["BASE_INSTRUCTIONS", "FirstRequestGate", "hub_instructions"]
 
@@ -34,7 +34,7 @@ BASE_INSTRUCTIONS = (
 )
 
 
-def hub_instructions(hub: Hub) -> str:
+def hub_instructions(hub: ServingHub) -> str:
     """The base text, plus the current problem with the upstream servers if there is one."""
     upstreams = [{"name": s.name, "state": str(s.state), "last_error": s.last_error,
                   "tools": s.tools} for s in hub.upstream_statuses()]

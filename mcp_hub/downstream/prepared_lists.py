@@ -50,7 +50,8 @@ from mcp_hub.downstream.gzip_answer import Deflated, deflate_result
 from mcp_hub.downstream.gzip_segments import Layout, SegmentDeflater
 from mcp_hub.downstream.list_fragments import Fragments, Slicer
 from mcp_hub.flights import Flights
-from mcp_hub.list_freshness import ListHintValue, list_hint
+from mcp_hub.hub_interface import ServingHub
+from mcp_hub.list_freshness import ListHintValue
 from mcp_hub.low_priority import low_priority
 
 __all__ = ["LIST_METHODS", "ListKind", "PreparedLists", "prepared_lists"]
@@ -85,7 +86,7 @@ class _Prepared:
 class PreparedLists:
     """The prepared list answers of one hub (see the module docstring)."""
 
-    def __init__(self, hub: Any, *, page_size: int | None = None) -> None:
+    def __init__(self, hub: ServingHub, *, page_size: int | None = None) -> None:
         self.hub = hub
         #: Entries per page; None: ``[hub] list_page_size`` (0 there: one page).
         self.page_size = page_size if page_size and page_size > 0 else None
@@ -112,7 +113,7 @@ class PreparedLists:
         """The ``ttlMs``/``cacheScope`` of this list now (changes make the prepared bytes stale)."""
         generation = self.generation(kind) if kind == "tools" else None
         gated = isinstance(generation, tuple) and bool(generation[1])
-        return list_hint(self.hub, kind, caller, gated=gated)
+        return self.hub.list_hint(kind, caller, gated=gated)
 
     # ------------------------------------------------------------------ generations
     def generation(self, kind: ListKind) -> Hashable:
@@ -120,11 +121,7 @@ class PreparedLists:
         the availability of gated tools (a ``check_fn`` that flips after its TTL); for the
         others, the session tracker's change counter."""
         if kind == "tools":
-            definitions = getattr(self.hub.registry, "definitions", None)
-            if definitions is not None:
-                key: Hashable = definitions.availability_key()
-                return key
-            return int(self.hub.registry.generation)
+            return self.hub.tools_availability()
         counters = getattr(self.hub.sessions, "generations", {})
         return int(counters.get("prompts" if kind == "prompts" else "resources", 0))
 
@@ -198,7 +195,7 @@ class PreparedLists:
         if entry is None or entry.generation != generation or entry.config is not self.hub.config:
             return False
         gated = kind == "tools" and isinstance(generation, tuple) and bool(generation[1])
-        return entry.hint == list_hint(self.hub, kind, caller, gated=gated)
+        return entry.hint == self.hub.list_hint(kind, caller, gated=gated)
 
     async def _prepare(self, key: tuple[Any, ...], kind: ListKind, caller: Caller, version: str,
                        generation: Hashable) -> None:
@@ -297,7 +294,7 @@ def _parse_cursor(cursor: str) -> tuple[int, int]:
 _BY_HUB: weakref.WeakKeyDictionary[Any, PreparedLists] = weakref.WeakKeyDictionary()
 
 
-def prepared_lists(hub: Any) -> PreparedLists:
+def prepared_lists(hub: ServingHub) -> PreparedLists:
     """The one :class:`PreparedLists` of ``hub`` (both fast paths share it)."""
     lists = _BY_HUB.get(hub)
     if lists is None:

@@ -56,6 +56,7 @@ from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.downstream.asgi_body import request_body
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.sealed_session import SessionSealer, credential_tag, session_credential
+from mcp_hub.hub_interface import ServingHub
 from mcp_hub.log_levels import set_client_log_level
 from mcp_hub.state import StateBackend, StateUnavailable
 
@@ -164,7 +165,7 @@ def _digest(session_id: str) -> str:
 class ReplicaSessions:
     """What every replica needs to rebuild a session: the sealer, the store, the hub's hooks."""
 
-    def __init__(self, sealer: SessionSealer | None, state: StateBackend, hub: Any,
+    def __init__(self, sealer: SessionSealer | None, state: StateBackend, hub: ServingHub,
                  lifetimes: Lifetimes | None = None) -> None:
         self.sealer = sealer
         self.state = state

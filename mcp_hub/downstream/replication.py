@@ -24,7 +24,7 @@ from mcp_hub.downstream.replica_sessions import Lifetimes, ReplicaSessions
 from mcp_hub.downstream.resume import Resumption
 from mcp_hub.downstream.round_relay import relay_rounds
 from mcp_hub.downstream.sealed_session import SessionSealer
-from mcp_hub.hub import Hub
+from mcp_hub.hub_interface import ServingHub
 from mcp_hub.state import StateBackend
 
 __all__ = ["add_replica_middleware", "attach_bus", "replica_sessions_for", "replication_status",
@@ -33,7 +33,7 @@ __all__ = ["add_replica_middleware", "attach_bus", "replica_sessions_for", "repl
 logger = logging.getLogger(__name__)
 
 
-def replica_sessions_for(hub: Hub, http: HttpConfig) -> ReplicaSessions:
+def replica_sessions_for(hub: ServingHub, http: HttpConfig) -> ReplicaSessions:
     """Sealed sessions if a secret is configured; plain (one-replica) sessions otherwise."""
     secret = http.session_secret
     if not secret and hub.state.shared:

@@ -30,7 +30,7 @@ from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rou
 from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.replica_sessions import remember_level, remember_subscription
 from mcp_hub.downstream.visibility import CallerListen, ToolsDigest, uses_server
-from mcp_hub.hub import Hub
+from mcp_hub.hub_interface import ServingHub
 from mcp_hub.list_freshness import hint_fields
 from mcp_hub.telemetry.middleware import RequestSpans
 
@@ -48,7 +48,7 @@ class HubServer(Server[Any]):
     time (they name upstream problems; see :mod:`mcp_hub.downstream.instructions`).
     """
 
-    hub: Hub | None = None
+    hub: ServingHub | None = None
     #: The endpoint's caller (its profile): capabilities follow the upstreams it may use.
     endpoint: Caller = Caller()
 
@@ -78,13 +78,11 @@ class HubServer(Server[Any]):
         if self.hub is None:
             return own
         self.instructions = hub_instructions(self.hub)  # discover reads them after this
-        policy = self.hub.access.policy(self.endpoint)
-        usable = [c for c in self.hub.upstreams.connections()
-                  if policy.unrestricted or policy.server(c.name)]
+        usable = self.hub.upstreams_for(self.endpoint)
         return merge_upstreams(own, upstream_features(usable))
 
 
-def _track(hub: Hub, ctx: Ctx, caller: Caller | None = None) -> Any:
+def _track(hub: ServingHub, ctx: Ctx, caller: Caller | None = None) -> Any:
     conn = connection_of(ctx)
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and hasattr(conn, "exit_stack"):
         if caller is not None:
@@ -94,9 +92,9 @@ def _track(hub: Hub, ctx: Ctx, caller: Caller | None = None) -> Any:
 
 
 class _Handlers:
-    """The request handlers of one served profile; each asks the Hub, nothing below it."""
+    """The request handlers of one served profile; each asks the Hub (``ServingHub``), nothing below it."""
 
-    def __init__(self, hub: Hub, caller: Caller) -> None:
+    def __init__(self, hub: ServingHub, caller: Caller) -> None:
         self.hub = hub
         self.caller = caller
 
@@ -108,7 +106,7 @@ class _Handlers:
         _track(self.hub, ctx, self.who(ctx))
         await self.hub.wait_lists()
         return types.ListToolsResult(tools=self.hub.list_tools(self.who(ctx)),
-                                     **hint_fields(self.hub, "tools", self.who(ctx)))
+                                     **hint_fields(self.hub.list_hint("tools", self.who(ctx))))
 
     async def call_tool(
         self, ctx: Ctx, params: types.CallToolRequestParams
@@ -170,7 +168,7 @@ class _Handlers:
     async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(self.hub, ctx, self.who(ctx))
         return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.who(ctx)),
-                                       **hint_fields(self.hub, "prompts", self.who(ctx)))
+                                       **hint_fields(self.hub.list_hint("prompts", self.who(ctx))))
 
     async def get_prompt(
         self, ctx: Ctx, params: types.GetPromptRequestParams
@@ -185,14 +183,14 @@ class _Handlers:
     ) -> types.ListResourcesResult:
         _track(self.hub, ctx, self.who(ctx))
         return types.ListResourcesResult(resources=await self.hub.list_resources(self.who(ctx)),
-                                         **hint_fields(self.hub, "resources", self.who(ctx)))
+                                         **hint_fields(self.hub.list_hint("resources", self.who(ctx))))
 
     async def list_templates(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
             resource_templates=await self.hub.list_resource_templates(self.who(ctx)),
-            **hint_fields(self.hub, "templates", self.who(ctx)))
+            **hint_fields(self.hub.list_hint("templates", self.who(ctx))))
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
@@ -254,7 +252,7 @@ class TaskCalls:
         return await call_next(ctx)
 
 
-def build_server(hub: Hub, profile: str | None = None) -> HubServer:
+def build_server(hub: ServingHub, profile: str | None = None) -> HubServer:
     """Build the MCP server that exposes ``hub`` (restricted to ``profile`` if given)."""
     if profile is not None and profile not in hub.config.profiles:
         raise KeyError(f"unknown profile {profile!r}")

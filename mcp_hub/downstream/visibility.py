@@ -27,6 +27,7 @@ from mcp_hub.access import AccessControl, Caller, caller_of_state, remember_call
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.list_fragments import Slicer
 from mcp_hub.errors import HubError
+from mcp_hub.hub_interface import ServingHub
 
 __all__ = ["CallerBus", "CallerListen", "ResourceWatch", "ToolsDigest", "remember_caller",
            "uses_server"]
@@ -44,14 +45,14 @@ class ToolsDigest:
     whose digest changed. Cached per (caller, registry generation, config).
     """
 
-    def __init__(self, hub: Any) -> None:
+    def __init__(self, hub: ServingHub) -> None:
         self._hub = hub
         self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
         self._items: dict[int, tuple[types.Tool, int]] = {}
 
     def __call__(self, caller: Caller) -> int:
         hub = self._hub
-        key = (caller, hub.registry.generation, id(hub.config))
+        key = (caller, hub.tools_generation, id(hub.config))
         found = self._cache.get(key)
         if found is None:
             tools = hub.list_tools(caller)
@@ -62,7 +63,7 @@ class ToolsDigest:
         """Work out the digest of ``connection``'s caller in slices of the event loop, so that
         the comparisons after a change (``list_changed`` going out) find it cached."""
         hub = self._hub
-        key = (caller_of_state(getattr(connection, "state", None)), hub.registry.generation,
+        key = (caller_of_state(getattr(connection, "state", None)), hub.tools_generation,
                id(hub.config))
         if key in self._cache:
             return
@@ -73,7 +74,7 @@ class ToolsDigest:
             items.append(self._item(tool))
             if i % 64 == 63:
                 await slicer.checkpoint()
-        if key == (key[0], hub.registry.generation, id(hub.config)):  # unchanged meanwhile
+        if key == (key[0], hub.tools_generation, id(hub.config)):  # unchanged meanwhile
             self._store(key, tools, items)
 
     def _store(self, key: tuple[Any, ...], tools: list[types.Tool], items: list[int]) -> int:
