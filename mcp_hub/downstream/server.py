@@ -21,6 +21,7 @@ from mcp_hub.downstream.call_context import connection_of
 from mcp_hub.downstream.capabilities import (
     DiscoverAfterStartup,
     merge_upstreams,
+    upstream_extensions,
     upstream_features,
 )
 from mcp_hub.downstream.identity import caller_for
@@ -79,7 +80,7 @@ class HubServer(Server[Any]):
         policy = self.hub.access.policy(self.endpoint)
         usable = [c for c in self.hub.upstreams.connections()
                   if policy.unrestricted or policy.server(c.name)]
-        return merge_upstreams(own, upstream_features(usable))
+        return merge_upstreams(own, upstream_features(usable), upstream_extensions(usable))
 
 
 def _track(hub: Hub, ctx: Ctx, caller: Caller | None = None) -> Any:

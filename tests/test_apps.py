@@ -1,0 +1,115 @@
+"""MCP Apps (``io.modelcontextprotocol/ui``) through a real hub process.
+
+Two upstreams built on the SDK's ``mcp.server.apps.Apps``
+(:mod:`tests.fixtures_upstream.apps_server`): ``alpha`` over stdio, ``beta``
+over Streamable HTTP, both serving the same ``ui://app.html``. Clients are the
+SDK's ``Client`` in both eras (``legacy``: ``initialize``; ``auto``:
+``server/discover``), to the hub over stdio and HTTP, the upstreams reached in
+either era (``[servers.NAME] protocol``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.client.client import Client
+from mcp.client.extension import advertise
+from mcp.client.stdio import StdioServerParameters
+
+from tests.erastest import asking_over_http, hub_client, text_of
+from tests.hubtest import PY, ROOT, http_hub, hub_env, write_config
+
+pytestmark = pytest.mark.anyio
+
+UI = "io.modelcontextprotocol/ui"
+MIME = "text/html;profile=mcp-app"
+APPS = ["-m", "tests.fixtures_upstream.apps_server"]
+TINY = f'[servers.tiny]\ncommand = "{PY}"\nargs = ["-m", "tests.fixtures_upstream.tiny_server"]\ncwd = "{ROOT}"\n'
+
+
+def apps_client_options() -> dict[str, Any]:
+    """A host that renders MCP Apps: it declares the extension with the app MIME type."""
+    return {"extensions": [advertise(UI, {"mimeTypes": [MIME]})]}
+
+
+def _stdio_block(label: str, protocol: str) -> str:
+    args = [*APPS, "--label", label]
+    return (f"[servers.{label}]\ncommand = \"{PY}\"\n"
+            f"args = {args!r}\n".replace("'", '"') + f'cwd = "{ROOT}"\nprotocol = "{protocol}"\n')
+
+
+@asynccontextmanager
+async def apps_config(tmp: Path, protocol: str, extra: str = "") -> AsyncIterator[Path]:
+    """``alpha`` (stdio) and ``beta`` (HTTP) Apps upstreams, spoken to in ``protocol``."""
+    async with asking_over_http([*APPS, "--label", "beta"], name="beta",
+                                extra=f'protocol = "{protocol}"\n') as beta:
+        yield write_config(tmp, _stdio_block("alpha", protocol) + beta + TINY + extra)
+
+
+def _wire(caps: Any) -> dict[str, Any]:
+    wire: dict[str, Any] = caps.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return wire
+
+
+async def _capabilities(client: Client) -> dict[str, Any]:
+    await client.list_tools()
+    if client.protocol_version == "2026-07-28":
+        return _wire((await client.session.discover()).capabilities)
+    return _wire(client.server_capabilities)
+
+
+async def _direct_capabilities(mode: str) -> dict[str, Any]:
+    params = StdioServerParameters(command=PY, args=[*APPS, "--label", "alpha"], cwd=str(ROOT),
+                                   env=hub_env())
+    async with Client(params, mode=mode) as client:
+        return await _capabilities(client)
+
+
+@pytest.mark.parametrize("upstream", ["2025", "auto"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_hub_advertises_the_upstreams_extensions_per_profile(
+        tmp_path: Path, transport: str, mode: str, upstream: str) -> None:
+    # A 2026-07-28 client is told of the extension; initialize (2025) has no field for it.
+    direct = await _direct_capabilities(mode)
+    assert direct.get("extensions") == ({UI: {}} if mode == "auto" else None)
+    profile = '[profiles.plain]\ntoolsets = ["mcp-tiny"]\n'
+    with anyio.fail_after(120):
+        async with apps_config(tmp_path, upstream, profile) as config:
+            async with hub_client(transport, mode, config, tmp_path) as client:
+                caps = await _capabilities(client)
+            assert caps.get("extensions") == direct.get("extensions")
+            if transport == "http":  # a profile without Apps servers advertises none
+                async with http_hub(config, tmp_path) as hub, \
+                        Client(f"{hub.base}/p/plain/mcp", mode=mode) as plain:
+                    assert "extensions" not in await _capabilities(plain)
+
+
+@pytest.mark.parametrize("upstream", ["2025", "auto"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_upstream_hears_the_apps_support_of_the_calling_client(
+        tmp_path: Path, transport: str, mode: str, upstream: str) -> None:
+    with anyio.fail_after(120):
+        async with apps_config(tmp_path, upstream) as config:
+            async with hub_client(transport, mode, config, tmp_path,
+                                  **apps_client_options()) as host:
+                for server in ("alpha", "beta"):
+                    result = await host.call_tool(f"{server}_show_dashboard", {})
+                    assert text_of(result) == f"ui:{server}"
+            async with hub_client(transport, mode, config, tmp_path) as plain:
+                result = await plain.call_tool("alpha_show_dashboard", {})
+                # A 2026-07-28 upstream hears each call's client; a 2025 session keeps the
+                # hub's own declaration (docs/protocol.md, "Extensions").
+                assert text_of(result) == ("text:alpha" if upstream == "auto" else "ui:alpha")
+
+
+def _names(tools: list[types.Tool]) -> set[str]:
+    return {t.name for t in tools}
+
