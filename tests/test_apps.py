@@ -113,3 +113,30 @@ async def test_the_upstream_hears_the_apps_support_of_the_calling_client(
 def _names(tools: list[types.Tool]) -> set[str]:
     return {t.name for t in tools}
 
+
+#: (hub transport, client era, upstream era): each axis in both values, in four runs.
+COMBOS = [("stdio", "legacy", "2025"), ("stdio", "auto", "auto"),
+          ("http", "legacy", "auto"), ("http", "auto", "2025")]
+
+
+@pytest.mark.parametrize(("transport", "mode", "upstream"), COMBOS)
+async def test_app_resources_are_namespaced_per_server(
+        tmp_path: Path, transport: str, mode: str, upstream: str) -> None:
+    with anyio.fail_after(120):
+        async with apps_config(tmp_path, upstream) as config, \
+                hub_client(transport, mode, config, tmp_path, **apps_client_options()) as host:
+            listed = (await host.list_resources()).resources
+            apps = {str(r.uri): r for r in listed if str(r.uri).startswith("ui://")}
+            assert set(apps) == {"ui://alpha/app.html", "ui://beta/app.html"}
+            assert {r.mime_type for r in apps.values()} == {MIME}
+            tools = {t.name: t for t in (await host.list_tools()).tools}
+            for server in ("alpha", "beta"):
+                for tool in ("show_dashboard", "refresh_data"):
+                    meta = tools[f"{server}_{tool}"].meta or {}
+                    assert meta["ui"]["resourceUri"] == f"ui://{server}/app.html"
+                read = await host.read_resource(f"ui://{server}/app.html")
+                assert f"<title>{server}</title>" in text_of(read)
+                assert [str(c.uri) for c in read.contents] == [f"ui://{server}/app.html"]
+                assert read.contents[0].mime_type == MIME
+            with pytest.raises(Exception, match=r"not found|Unknown resource"):
+                await host.read_resource("ui://app.html")
