@@ -16,6 +16,13 @@ servers the hub keeps three things straight:
   app-only tool: the host lists it to its app, never to the model
   (:func:`is_app_only`). :func:`is_ui_tool` picks the tools the host needs with
   their ``_meta.ui`` whatever the hub's tool_search bridge hides.
+* **Whose tool an app calls.** An app's HTML calls its server's tools by the
+  server's own names (``refresh_data``), which the hub exposes prefixed
+  (``alpha_refresh_data``). A name no tool of the hub has is taken as an app's
+  call when exactly one app server has a tool of that own name; when several
+  do, the one whose app this client session read last
+  (:class:`RenderedApps`). The resolved call is the exposed tool's call: access
+  rules, hooks, pins and audit see the hub's name.
 * **Which extensions pass.** :data:`RELAYED_EXTENSIONS` are the extensions the
   hub understands well enough to pass on, with the settings its own upstream
   sessions declare as a client.
@@ -25,12 +32,14 @@ A standard-library leaf: every layer may import it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 __all__ = [
-    "APP_MIME_TYPE", "RELAYED_EXTENSIONS", "UI_EXTENSION", "UI_SCHEME", "is_app_only",
-    "is_ui_tool", "namespaced_tool_meta", "namespaced_ui", "split_ui",
+    "APP_MIME_TYPE", "RELAYED_EXTENSIONS", "UI_EXTENSION", "UI_SCHEME", "RenderedApps",
+    "app_session_key", "is_app_only", "is_ui_tool", "namespaced_tool_meta", "namespaced_ui",
+    "split_ui",
 ]
 
 #: The MCP Apps extension identifier.
@@ -113,3 +122,51 @@ def namespaced_tool_meta(server: str, definition: dict[str, Any]) -> dict[str, A
         return definition
     definition["_meta"] = new_meta
     return definition
+
+
+def app_session_key(call: Any) -> Hashable | None:
+    """The downstream session a call or read came on, as :class:`RenderedApps` keys it:
+    its HTTP/SSE session id, the one stdio client, or None (a sessionless request)."""
+    if call is None:
+        return None
+    session_id = getattr(call, "session_id", None)
+    if session_id:
+        return ("session", session_id)
+    if getattr(call, "headers", None) is None and getattr(call, "transport", "") == "pipe":
+        return "stdio"
+    return None
+
+
+class RenderedApps:
+    """Which servers' apps each client session read, most recent last (bounded).
+
+    At most ``sessions`` sessions (least recently active forgotten first) and
+    ``per_session`` servers each; only routing hints, never a permission.
+    """
+
+    def __init__(self, sessions: int = 4096, per_session: int = 32) -> None:
+        self._seen: OrderedDict[Hashable, list[str]] = OrderedDict()
+        self._sessions = sessions
+        self._per_session = per_session
+
+    def note(self, key: Hashable | None, server: str) -> None:
+        """Session ``key`` read an app of ``server``."""
+        if key is None:
+            return
+        servers = self._seen.pop(key, [])
+        if server in servers:
+            servers.remove(server)
+        servers.append(server)
+        self._seen[key] = servers[-self._per_session:]
+        while len(self._seen) > self._sessions:
+            self._seen.popitem(last=False)
+
+    def choose(self, key: Hashable | None, candidates: Mapping[str, str]) -> str | None:
+        """The exposed name, among ``candidates`` (server → exposed name), of the server
+        whose app session ``key`` read last; the only candidate when there is one."""
+        if len(candidates) == 1:
+            return next(iter(candidates.values()))
+        for server in reversed(self._seen.get(key, ()) if key is not None else ()):
+            if server in candidates:
+                return candidates[server]
+        return None

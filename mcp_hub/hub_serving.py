@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mcp import types
 
 from mcp_hub.access import AccessControl, Caller, OpsView, remember_caller
+from mcp_hub.apps import RenderedApps, app_session_key, split_ui
 from mcp_hub.context import CallContext
 from mcp_hub.log_levels import client_log_level, most_verbose, set_client_log_level
 from mcp_hub.metrics import Metrics
@@ -39,6 +40,8 @@ class ServingMixin:
     metrics: Metrics
     #: Resource subscriptions: uri -> connections that asked for it (changed only here).
     resource_subscribers: dict[str, list[Any]]
+    #: Which servers' apps each client session read (routes an app's own tool names).
+    rendered_apps: RenderedApps
 
     # ------------------------------------------------------------------ sessions
     async def wait_lists(self) -> None:
@@ -92,7 +95,11 @@ class ServingMixin:
                             ) -> types.ReadResourceResult:
         await self.wait_lists()
         self.access.check_resource(caller, uri)
-        return await self.upstreams.read_resource(uri, call)
+        result = await self.upstreams.read_resource(uri, call)
+        app = split_ui(uri)
+        if app is not None:  # the host is about to render this server's app
+            self.rendered_apps.note(app_session_key(call), app[0])
+        return result
 
     async def subscribe(self, caller: Caller, uri: str, connection: Any) -> None:
         """``resources/subscribe`` for one connection; a closed session stops being a subscriber."""

@@ -21,6 +21,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.extension import advertise
 from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from tests.erastest import asking_over_http, hub_client, text_of
 from tests.hubtest import PY, ROOT, http_hub, hub_env, write_config
@@ -140,3 +141,24 @@ async def test_app_resources_are_namespaced_per_server(
                 assert read.contents[0].mime_type == MIME
             with pytest.raises(Exception, match=r"not found|Unknown resource"):
                 await host.read_resource("ui://app.html")
+
+
+@pytest.mark.parametrize(("transport", "mode", "upstream"), COMBOS)
+async def test_an_apps_own_tool_names_reach_its_server(
+        tmp_path: Path, transport: str, mode: str, upstream: str) -> None:
+    with anyio.fail_after(120):
+        async with apps_config(tmp_path, upstream) as config, \
+                hub_client(transport, mode, config, tmp_path, **apps_client_options()) as host:
+            # A name only one app server has goes there, rendered or not.
+            assert text_of(await host.call_tool("plain_beta", {})) == "plain:beta"
+            sessionless = transport == "http" and mode == "auto"
+            for server in ("alpha", "beta", "alpha"):
+                await host.read_resource(f"ui://{server}/app.html")
+                if sessionless:  # no session to remember the rendered app by
+                    with pytest.raises(MCPError, match="alpha_refresh_data, beta_refresh_data"):
+                        await host.call_tool("refresh_data", {})
+                    continue
+                result = await host.call_tool("refresh_data", {})
+                assert text_of(result) == f"refresh:{server}"
+            with pytest.raises(MCPError, match="Unknown tool: no_such_tool"):
+                await host.call_tool("no_such_tool", {})

@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from mcp_hub import __version__
-from mcp_hub.apps import namespaced_ui, split_ui
+from mcp_hub.apps import UI_SCHEME, namespaced_ui, split_ui
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
 from mcp_hub.errors import resource_not_found
@@ -471,6 +471,17 @@ class UpstreamManager:
         if len(candidates) == 1:
             return candidates[0]
         raise resource_not_found(uri)
+
+    def app_tools(self, raw: str) -> dict[str, str]:
+        """Server → exposed name of tool ``raw`` (the server's own name), for every ready
+        server that serves an app (a ``ui://`` resource) and has such a tool."""
+        found: dict[str, str] = {}
+        for conn in self._connections.values():
+            record = conn.tools.get(raw)
+            if record is not None and conn.session is not None and any(
+                    str(r.uri).startswith(UI_SCHEME) for r in conn.resources):
+                found[conn.name] = record.exposed
+        return found
 
     def prompt_server(self, name: str) -> str | None:
         """The server that serves exposed prompt ``name`` (None: no such prompt)."""
