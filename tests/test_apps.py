@@ -10,6 +10,7 @@ either era (``[servers.NAME] protocol``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -162,3 +163,37 @@ async def test_an_apps_own_tool_names_reach_its_server(
                 assert text_of(result) == f"refresh:{server}"
             with pytest.raises(MCPError, match="Unknown tool: no_such_tool"):
                 await host.call_tool("no_such_tool", {})
+
+
+def _json(result: types.CallToolResult) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(text_of(result))
+    return data
+
+
+@pytest.mark.parametrize(("transport", "mode", "upstream"), COMBOS[1:3])
+async def test_with_bridging_the_host_keeps_ui_tools_and_the_model_never_finds_app_only_ones(
+        tmp_path: Path, transport: str, mode: str, upstream: str) -> None:
+    with anyio.fail_after(120):
+        async with apps_config(tmp_path, upstream, '[tool_search]\nmode = "on"\n') as config, \
+                hub_client(transport, mode, config, tmp_path, **apps_client_options()) as host:
+            tools = {t.name: t for t in (await host.list_tools()).tools}
+            assert {"tool_search", "tool_describe", "tool_call"} <= set(tools)
+            assert "alpha_plain_alpha" not in tools  # deferred behind the bridge
+            for server in ("alpha", "beta"):
+                for tool, visibility in (("show_dashboard", ["model", "app"]),
+                                         ("refresh_data", ["app"])):
+                    ui = (tools[f"{server}_{tool}"].meta or {})["ui"]
+                    assert ui == {"resourceUri": f"ui://{server}/app.html",
+                                  "visibility": visibility}
+            found = _json(await host.call_tool("tool_search", {
+                "queries": ["refresh the dashboard data", "plain tool of alpha"]}))
+            names = {m["name"] for r in found["results"] for m in r["matches"]}
+            assert "alpha_plain_alpha" in names
+            assert not {n for n in names if n.endswith("refresh_data")}
+            described = _json(await host.call_tool("tool_describe",
+                                                   {"names": ["alpha_refresh_data"]}))
+            assert described["tools"] == []
+            refused = await host.call_tool("tool_call", {"name": "alpha_refresh_data"})
+            assert refused.is_error and "app only" in text_of(refused)
+            # The host calls it directly, as its app asks.
+            assert text_of(await host.call_tool("alpha_refresh_data", {})) == "refresh:alpha"
