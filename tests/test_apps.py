@@ -112,10 +112,6 @@ async def test_the_upstream_hears_the_apps_support_of_the_calling_client(
                 assert text_of(result) == ("text:alpha" if upstream == "auto" else "ui:alpha")
 
 
-def _names(tools: list[types.Tool]) -> set[str]:
-    return {t.name for t in tools}
-
-
 #: (hub transport, client era, upstream era): each axis in both values, in four runs.
 COMBOS = [("stdio", "legacy", "2025"), ("stdio", "auto", "auto"),
           ("http", "legacy", "auto"), ("http", "auto", "2025")]
