@@ -26,6 +26,7 @@ from mcp import types
 
 from mcp_hub import __version__, prespawn, runtime
 from mcp_hub.access import EVERYONE, AccessControl, Caller, OpsView, as_caller, caller_of_state
+from mcp_hub.apps import RenderedApps, app_session_key
 from mcp_hub.auth.audit import AuditLog, audit_fields
 from mcp_hub.builtin_binding import bound_builtins
 from mcp_hub.config import HubConfig, load_config
@@ -178,6 +179,7 @@ class Hub(ServingMixin):
         self.listing = ToolListing(self.registry, self.access, lambda: self.config,
                                    self.rewrites_for)
         self.bridge = self.bridge_for(EVERYONE)
+        self.rendered_apps = RenderedApps()
         #: The one start-up deadline every request's wait is bounded by.
         self.startup = StartupGate(self.upstreams, self.registry, config.hub.startup_timeout,
                                    config.hub.tool_name_separator,
@@ -617,6 +619,22 @@ class Hub(ServingMixin):
         hub_id = self.tasks.add(server, upstream_id, owner, created.get("ttl"), listener)
         return with_task_id(answer, upstream_id, hub_id)
 
+    def _app_tool(self, name: str, call: CallContext, caller: Caller) -> str:
+        """The exposed name of an app's call by its server's own tool ``name``
+        (mcp_hub.apps); ``name`` itself when the hub has such a tool or no app does."""
+        if self.registry.get_entry(name) is not None or self.bridge_for(caller).handles(name):
+            return name
+        candidates = self.upstreams.app_tools(name)
+        allowed = self.access.tool_filter(caller)
+        if allowed is not None:
+            candidates = {s: exposed for s, exposed in candidates.items() if allowed(exposed)}
+        if not candidates:
+            return name
+        chosen = self.rendered_apps.choose(app_session_key(call), candidates)
+        if chosen is None:  # several apps have it and this session read none of them
+            raise UnknownToolError(name, sorted(candidates.values()))
+        return chosen
+
     async def _call_tool(
         self, name: str, arguments: dict[str, Any] | None, call: CallContext | None,
         *, caller: Caller,
@@ -633,6 +651,8 @@ class Hub(ServingMixin):
         status = "error"
         result: types.CallToolResult | None = None
         rewrites = self.rewrites_for(caller)
+        if rewrites is None:
+            name = self._app_tool(name, call, caller)
         entry = self.registry.get_entry(name if rewrites is None else rewrites.upstream_name(name))
         upstream = self._upstream_name(entry)
         try:

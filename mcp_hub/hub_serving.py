@@ -17,6 +17,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from mcp_hub.access import AccessControl, Caller, OpsView, remember_caller
+from mcp_hub.apps import RenderedApps, app_session_key, split_ui
 from mcp_hub.config import HubConfig
 from mcp_hub.context import CallContext
 from mcp_hub.list_freshness import ListHintValue, list_hint
@@ -60,6 +61,8 @@ class ServingMixin:
     tasks: TaskBook
     #: Resource subscriptions: uri -> connections that asked for it (changed only here).
     resource_subscribers: dict[str, list[Any]]
+    #: Which servers' apps each client session read (routes an app's own tool names).
+    rendered_apps: RenderedApps
 
     # ------------------------------------------------------------------ sessions
     async def wait_lists(self) -> None:
@@ -144,7 +147,11 @@ class ServingMixin:
                             ) -> types.ReadResourceResult:
         await self.wait_lists()
         self.access.check_resource(caller, uri)
-        return await self.upstreams.read_resource(uri, call)
+        result = await self.upstreams.read_resource(uri, call)
+        app = split_ui(uri)
+        if app is not None:  # the host is about to render this server's app
+            self.rendered_apps.note(app_session_key(call), app[0])
+        return result
 
     async def subscribe(self, caller: Caller, uri: str, connection: Any) -> None:
         """``resources/subscribe`` for one connection; a closed session stops being a subscriber."""

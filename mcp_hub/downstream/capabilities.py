@@ -17,7 +17,12 @@ the same thing, and only what the hub really serves:
 * ``tasks`` (2025-11-25: task-augmented ``tools/call``, ``tasks/list``, ``tasks/cancel``)
   when at least one upstream runs tool calls as tasks (the hub routes every
   ``tasks/*`` request to the upstream that owns the task: :mod:`mcp_hub.tasks`);
-* ``listChanged`` on every list the hub advertises: it forwards every change.
+* ``listChanged`` on every list the hub advertises: it forwards every change;
+* ``extensions``: each extension the hub passes on
+  (:data:`mcp_hub.apps.RELAYED_EXTENSIONS`, MCP Apps) that at least one usable
+  upstream advertises, with the settings of the first such upstream in file
+  order (:func:`upstream_extensions`). Extensions the hub does not pass on are
+  never advertised, whoever offers them.
 
 ``server/discover`` waits, like the lists, for the upstreams' first
 connection attempts (never past the start-up deadline:
@@ -37,7 +42,9 @@ from typing import Any
 from mcp import types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-__all__ = ["DiscoverAfterStartup", "merge_upstreams", "upstream_features"]
+from mcp_hub.apps import RELAYED_EXTENSIONS, UI_EXTENSION, UI_SCHEME
+
+__all__ = ["DiscoverAfterStartup", "merge_upstreams", "upstream_extensions", "upstream_features"]
 
 
 #: The features an upstream contributes to the hub's own capabilities.
@@ -77,10 +84,38 @@ def upstream_features(connections: Iterable[Any]) -> set[str]:
     return found
 
 
-def merge_upstreams(own: types.ServerCapabilities, features: set[str]
+def upstream_extensions(connections: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """The extensions the hub passes on that a ready upstream advertises, by identifier.
+
+    Only an upstream whose capabilities are known counts (one still connecting
+    may offer nothing); the first upstream (file order) that offers an extension
+    gives its settings. A handshake-era (2025) upstream cannot say it offers
+    extensions (its ``initialize`` answer has no such field), so one that lists a
+    ``ui://`` resource counts as offering MCP Apps, with no settings.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for conn in connections:
+        caps: types.ServerCapabilities | None = getattr(conn, "capabilities", None)
+        state = str(getattr(getattr(conn, "state", None), "value", ""))
+        if caps is None or state in ("disabled", "parked"):
+            continue
+        for identifier, settings in (caps.extensions or {}).items():
+            if identifier in RELAYED_EXTENSIONS and identifier not in found:
+                found[identifier] = dict(settings)
+        if UI_EXTENSION not in found and any(
+                str(r.uri).startswith(UI_SCHEME) for r in getattr(conn, "resources", ())):
+            found[UI_EXTENSION] = {}
+    return found
+
+
+def merge_upstreams(own: types.ServerCapabilities, features: set[str],
+                    extensions: dict[str, dict[str, Any]] | None = None
                     ) -> types.ServerCapabilities:
-    """The hub's capabilities ``own``, narrowed to what the upstreams let it serve."""
+    """The hub's capabilities ``own``, narrowed to what the upstreams let it serve,
+    with the upstreams' passed-on ``extensions``."""
     update: dict[str, Any] = {}
+    if extensions:
+        update["extensions"] = {**(own.extensions or {}), **extensions}
     if "prompts" not in features:
         update["prompts"] = None
     if "resources" not in features:

@@ -23,6 +23,7 @@ from mcp_hub.downstream.call_context import SessionCallContext, connection_of
 from mcp_hub.downstream.capabilities import (
     DiscoverAfterStartup,
     merge_upstreams,
+    upstream_extensions,
     upstream_features,
 )
 from mcp_hub.downstream.identity import caller_for
@@ -79,7 +80,7 @@ class HubServer(Server[Any]):
             return own
         self.instructions = hub_instructions(self.hub)  # discover reads them after this
         usable = self.hub.upstreams_for(self.endpoint)
-        return merge_upstreams(own, upstream_features(usable))
+        return merge_upstreams(own, upstream_features(usable), upstream_extensions(usable))
 
 
 def _track(hub: ServingHub, ctx: Ctx, caller: Caller | None = None) -> Any:

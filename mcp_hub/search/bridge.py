@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import anyio
 from mcp.types import CallToolResult, TextContent
 
+from mcp_hub.apps import is_app_only
 from mcp_hub.search.exposure import (
     BRIDGE_NAMES,
     MAX_DESCRIBE,
@@ -63,6 +64,8 @@ class _Catalog:
     by_lower: dict[str, list[str]]
     by_raw: dict[str, list[str]]
     tokens: int
+    #: App-only tools (MCP Apps ``visibility`` without "model"): never run by ``tool_call``.
+    app_only: frozenset[str] = frozenset()
 
 
 class ToolSearchBridge:
@@ -124,6 +127,7 @@ class ToolSearchBridge:
                 by_lower=by_lower,
                 by_raw=by_raw,
                 tokens=estimate_tokens(defs),
+                app_only=frozenset(str(d.get("name", "")) for d in definitions if is_app_only(d)),
             )
             self._current = (key, cat)
             return cat
@@ -288,6 +292,8 @@ class ToolSearchBridge:
         # A name outside the catalog (a listed tool, or none at all) goes to the
         # pipeline unchanged: it owns "unknown tool" and every other check.
         real = found[0] if found else name
+        if real in cat.app_only:
+            return _error(f"{real} is for its app only (MCP Apps visibility); the host calls it")
         return await reenter(real, arguments, **context)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from mcp_hub.apps import is_ui_tool
 from mcp_hub.steps import STEP_ITEMS, Steps, run_steps
 from mcp_hub.tool_models import cacheable, definition_key
 
@@ -139,8 +140,10 @@ def threshold_tokens(settings: SettingsLike) -> int:
 
 
 def is_deferrable(definition: Mapping[str, Any], origin: str | None, settings: SettingsLike) -> bool:
-    """Upstream and plugin tools, except ``always_visible`` globs and ``alwaysLoad`` tools."""
-    if origin not in DEFERRABLE_ORIGINS:
+    """Upstream and plugin tools, except ``always_visible`` globs, ``alwaysLoad`` tools and
+    MCP Apps tools (``_meta.ui``: the host needs them listed, with their ``_meta``, to
+    render apps; an app-only one is not the model's to search)."""
+    if origin not in DEFERRABLE_ORIGINS or is_ui_tool(definition):
         return False
     name = str(definition.get("name", ""))
     if any(fnmatch.fnmatchcase(name, glob) for glob in settings.always_visible):

@@ -17,6 +17,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
+from mcp_hub.apps import namespaced_tool_meta
 from mcp_hub.context import CallContext
 from mcp_hub.naming import exposed_name
 from mcp_hub.redact import known_secrets
@@ -166,7 +167,8 @@ class CatalogMixin(CallsMixin):
             raw_def = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
             raw_def.pop("resultType", None)
             raw_defs[raw] = raw_def
-            schema = clean_tool_definition(raw_def)
+            # An app's resource is listed under this server's namespace (mcp_hub.apps).
+            schema = namespaced_tool_meta(self.name, clean_tool_definition(raw_def))
             if rule is not None:
                 schema = rewrite_definition(schema, rule, known_secrets())
             schema["name"] = name

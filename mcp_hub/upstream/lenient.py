@@ -26,6 +26,15 @@ the hub relays all three). While a downstream call runs (:func:`declaring`),
 those three are narrowed to the ones its client declared, so an upstream that
 needs one the client lacks answers ``-32021`` (missing required client
 capability) itself, instead of asking a question nobody can answer.
+
+Extensions the same way (:data:`mcp_hub.apps.RELAYED_EXTENSIONS`, MCP Apps):
+every upstream session declares, as a client, the extensions the hub passes on.
+On a 2026-07-28 session each downstream call's ``_meta`` then carries exactly
+the passed-on extensions *its* client declared, with that client's settings
+(none: no ``extensions`` at all), so an Apps server answers an Apps host with
+its UI and any other client with its text fallback. A 2025 session's
+capabilities are fixed by its one ``initialize``; it keeps the hub's
+declaration for every caller (docs/protocol.md, "Extensions").
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.types import ClientCapabilities, RequestId
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_hub.apps import RELAYED_EXTENSIONS
 
 __all__ = ["COMPLETE", "LenientDispatcher", "declaring", "upstream_session"]
 
@@ -74,10 +85,25 @@ def _narrowed(params: Mapping[str, Any], declared: ClientCapabilities) -> Mappin
     if not isinstance(caps, Mapping):
         return params
     drop = [key for key in RELAYED if key in caps and getattr(declared, key, None) is None]
-    if not drop:
+    extensions = _declared_extensions(caps, declared)
+    if not drop and extensions == caps.get("extensions"):
         return params
-    kept = {key: value for key, value in caps.items() if key not in drop}
+    kept = {key: value for key, value in caps.items() if key not in drop and key != "extensions"}
+    if extensions:
+        kept["extensions"] = extensions
     return {**params, "_meta": {**meta, CLIENT_CAPABILITIES_META_KEY: kept}}  # type: ignore[dict-item]
+
+
+def _declared_extensions(caps: Mapping[str, Any], declared: ClientCapabilities
+                         ) -> dict[str, Any] | None:
+    """The hub's declared ``extensions`` cut to the ones the client declared, with the
+    client's own settings (None when none is left)."""
+    ours = caps.get("extensions")
+    theirs = declared.extensions
+    if not isinstance(ours, Mapping) or not theirs:
+        return None
+    kept = {key: dict(theirs[key]) for key in ours if key in theirs}
+    return kept or None
 
 
 def _never() -> bool:
@@ -138,6 +164,7 @@ def with_task_requests(params: Mapping[str, Any]) -> dict[str, Any]:
 def upstream_session(read: Any, write: Any, *, server: str, **options: Any) -> ClientSession:
     """A ``ClientSession`` on ``read``/``write`` with the :class:`LenientDispatcher`."""
     dispatcher = LenientDispatcher(read, write, server=server)
+    options.setdefault("extensions", {key: dict(value) for key, value in RELAYED_EXTENSIONS.items()})
     session = ClientSession(dispatcher=dispatcher, **options)
     dispatcher.modern = lambda: session.protocol_version in MODERN_PROTOCOL_VERSIONS
     return session

@@ -8,6 +8,10 @@ prompts, resources and resource templates are merged here:
   collision the server later in ``servers.toml`` wins, as for tools;
 - resources keep their URIs; a URI offered by two servers belongs to the first
   in file order and the other server reports it in ``shadowed_resources``;
+- except app resources (MCP Apps): a ``ui://REST`` address of server ``S`` is
+  listed, read and watched as ``ui://S/REST`` (:mod:`mcp_hub.apps`), so two
+  servers' apps never collide; the server's tool definitions name it the same
+  way (``_meta.ui.resourceUri``, rewritten in :mod:`mcp_hub.upstream.catalog`);
 - resource templates are listed as they are; a read of a URI no server listed is
   routed to the first server with a matching template (RFC 6570 match), else to
   the only server that offers resources at all;
@@ -32,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from mcp_hub import __version__
+from mcp_hub.apps import UI_SCHEME, namespaced_ui, split_ui
 from mcp_hub.config import HubConfig, ServerConfig
 from mcp_hub.context import CallContext
 from mcp_hub.errors import resource_not_found
@@ -423,12 +428,13 @@ class UpstreamManager:
                 c.prompt_map[exposed] = (conn, prompt.name)
                 prompt_entries[exposed] = prompt.model_copy(update={"name": exposed})
             for resource in conn.resources:
-                uri = str(resource.uri)
+                uri = namespaced_ui(conn.name, str(resource.uri))
                 if uri in c.resource_map:
                     c.shadowed.setdefault(conn.name, []).append(uri)
                     continue
                 c.resource_map[uri] = conn
-                c.resources.append(resource)
+                c.resources.append(resource if uri == str(resource.uri)
+                                   else resource.model_copy(update={"uri": uri}))
             for template in conn.templates:
                 if template.uri_template in c.template_map:
                     continue
@@ -458,6 +464,12 @@ class UpstreamManager:
         conn = catalog.resource_map.get(uri)
         if conn is not None:
             return conn
+        app = split_ui(uri)
+        if app is not None:  # an app address names its server; an unknown one is nobody's
+            owner = self._connections.get(app[0])
+            if owner is not None and owner.session is not None and owner.supports("resources"):
+                return owner
+            raise resource_not_found(uri)
         for template, owner in catalog.template_matchers:
             try:
                 if template.match(uri) is not None:
@@ -469,6 +481,17 @@ class UpstreamManager:
         if len(candidates) == 1:
             return candidates[0]
         raise resource_not_found(uri)
+
+    def app_tools(self, raw: str) -> dict[str, str]:
+        """Server → exposed name of tool ``raw`` (the server's own name), for every ready
+        server that serves an app (a ``ui://`` resource) and has such a tool."""
+        found: dict[str, str] = {}
+        for conn in self._connections.values():
+            record = conn.tools.get(raw)
+            if record is not None and conn.session is not None and any(
+                    str(r.uri).startswith(UI_SCHEME) for r in conn.resources):
+                found[conn.name] = record.exposed
+        return found
 
     def prompt_server(self, name: str) -> str | None:
         """The server that serves exposed prompt ``name`` (None: no such prompt)."""
@@ -506,9 +529,15 @@ class UpstreamManager:
                             ) -> types.ReadResourceResult:
         """``resources/read``, routed by URI."""
         conn = self._resource_owner(uri)
-        return await conn.request(
-            types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri)),
-            types.ReadResourceResult, call, what=f"resources/read {uri!r}")
+        own = _upstream_uri(conn, uri)
+        result = await conn.request(
+            types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=own)),
+            types.ReadResourceResult, call, what=f"resources/read {own!r}")
+        if own == uri:
+            return result
+        contents = [c.model_copy(update={"uri": namespaced_ui(conn.name, str(c.uri))})
+                    for c in result.contents]
+        return result.model_copy(update={"contents": contents})
 
     async def subscribe_resource(self, uri: str) -> None:
         """Subscribe at the owning server; kept across its reconnects.
@@ -518,6 +547,7 @@ class UpstreamManager:
         acknowledged a stream that watches it.
         """
         conn = self._resource_owner(uri)
+        uri = _upstream_uri(conn, uri)
         version = conn.watched.add(uri)
         if not self._can_subscribe(conn):
             return
@@ -531,6 +561,7 @@ class UpstreamManager:
 
     async def unsubscribe_resource(self, uri: str) -> None:
         conn = self._resource_owner(uri)
+        uri = _upstream_uri(conn, uri)
         conn.watched.discard(uri)
         if self._can_subscribe(conn) and not listens(conn.session):
             await conn.request(
@@ -609,3 +640,8 @@ def _differs(a: ServerConfig, b: ServerConfig) -> bool:
     return (a.model_dump(exclude=same) != b.model_dump(exclude=same)
             or a.search_path != b.search_path)
 
+
+def _upstream_uri(conn: ServerConnection, uri: str) -> str:
+    """The address ``conn`` itself uses for ``uri`` (an app address without its namespace)."""
+    app = split_ui(uri)
+    return app[1] if app is not None and app[0] == conn.name else uri

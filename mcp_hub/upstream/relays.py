@@ -19,6 +19,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from mcp_hub.apps import namespaced_ui
 from mcp_hub.context import CallContext
 from mcp_hub.telemetry import relay_span
 from mcp_hub.upstream.conn_state import ConnectionState
@@ -117,7 +118,8 @@ class RelaysMixin(ConnectionState):
         elif (isinstance(message, types.ResourceUpdatedNotification)
               and self.hooks.resource_updated is not None):
             # A 2025 session's notification, or a frame of a 2026-07-28 listen stream.
-            await self.hooks.resource_updated(str(message.params.uri))
+            # An app address is announced as the hub lists it (mcp_hub.apps).
+            await self.hooks.resource_updated(namespaced_ui(self.name, str(message.params.uri)))
 
 
 def cannot_relay(what: str, why: str) -> types.ErrorData:
