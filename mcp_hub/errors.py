@@ -4,6 +4,8 @@
 
     HubError                         anything the hub itself reports
      ├── ConfigError                 servers.toml / settings are wrong; names the key path
+     │    └── UnsetVariable          a ${VAR} without a default is unset: parks its server
+     │                               only (mcp_hub.config)
      ├── IncompatibleLibrary         an installed library lacks a private hook the hub needs
      │                               (mcp_hub.compat)
      ├── UpstreamError               an upstream server failed
