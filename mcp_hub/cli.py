@@ -110,13 +110,22 @@ def _started_here(config: HubConfig, args: argparse.Namespace) -> None:
     where = getattr(args, "probed", None)
     why = f"no hub answers at {where}" if where else "--local"
     count = len(config.enabled_servers())
-    print(f"mcp-hub: {why}: started {count} server{'s' if count != 1 else ''} of "
-          f"{config.source or 'the config'} here", file=sys.stderr)
+    _say(args, f"{why}: started {count} server{'s' if count != 1 else ''} of "
+               f"{config.source or 'the config'} here")
 
 
-def _asked(remote: RemoteHub) -> None:
-    print(f"mcp-hub: asked the hub at {remote.base} (--local starts the servers here instead)",
-          file=sys.stderr)
+def _asked(remote: RemoteHub, args: argparse.Namespace | None = None) -> None:
+    _say(args, f"asked the hub at {remote.base} (--local starts the servers here instead)")
+
+
+def _say(args: argparse.Namespace | None, message: str) -> None:
+    """One line on stderr about what the command did; a JSON object like the log
+    records' when ``--log-format json`` (stderr then stays one JSON value a line)."""
+    if args is not None and getattr(args, "log_format", None) == "json":
+        print(json.dumps({"level": "INFO", "logger": "mcp_hub.cli", "message": message}),
+              file=sys.stderr)
+        return
+    print(f"mcp-hub: {message}", file=sys.stderr)
 
 
 def _server_prefix(args: argparse.Namespace) -> str | None:
@@ -272,7 +281,7 @@ _OFF_BUILTINS = {
 def _tools_remote(args: argparse.Namespace, remote: RemoteHub) -> int:
     """``mcp-hub tools`` against a running hub: what it lists to a client like this one."""
     prefix = _server_prefix(args)
-    _asked(remote)
+    _asked(remote, args)
     tools = remote.list_tools()
     if prefix is not None:
         tools = [t for t in tools if str(t.get("name", "")).startswith(prefix)]
@@ -373,7 +382,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     if remote is not None:
         prefix = _server_prefix(args)
         name = args.name if not prefix or args.name.startswith(prefix) else prefix + args.name
-        _asked(remote)
+        _asked(remote, args)
         answer = remote.call_tool(name, arguments)
         print(json.dumps(answer, indent=2))
         return 1 if answer.get("isError") else 0
@@ -408,7 +417,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             return _print_status(args, hub.status())
 
         return int(run_async(lambda: _with_hub(config, local)))
-    _asked(remote)
+    _asked(remote, args)
     return _print_status(args, remote.status())
 
 
