@@ -491,14 +491,17 @@ async def test_a_reload_applies_telemetry_changes(tmp_path: Path) -> None:
             async with Hub(load_config(path), load_plugin_modules=False) as hub:
                 await hub.wait_ready(20)
                 assert not hub.telemetry.enabled
-                path.write_text(_upstream_stdio() + _telemetry(endpoint))
+                # Only [telemetry] changes (the [hub] table stays as it was: a changed
+                # naming key would restart the servers).
+                original = path.read_text()
+                path.write_text(original + _telemetry(endpoint))
                 assert await hub.reload()
                 assert hub.telemetry.enabled
                 seen = _seen(await hub.call_tool("trace_seen", {}, CallContext(
                     request_id=1, meta={"traceparent": traceparent})))
                 await received.wait_for(lambda: len(received.spans_of(trace_id)) == 2)
                 assert seen["meta"] is not None and trace_id in seen["meta"]
-                path.write_text(_upstream_stdio())
+                path.write_text(original)
                 assert await hub.reload()
                 assert not hub.telemetry.enabled
                 call = CallContext(request_id=2, meta={"traceparent": traceparent})
