@@ -37,8 +37,8 @@ from mcp_hub.auth.authenticator import Authenticator
 from mcp_hub.auth.discovery import IssuerKeys
 from mcp_hub.auth.jwt_verify import JwtVerifier
 from mcp_hub.auth.settings import AuthConfig
-from mcp_hub.config import HttpConfig
-from mcp_hub.downstream.http import GuardMiddleware
+from mcp_hub.config.model import HttpConfig
+from mcp_hub.downstream.http.app import GuardMiddleware
 
 ISSUER = "https://idp.example.com"
 STATIC = "static-token-0123456789abcdef"

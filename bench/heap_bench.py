@@ -45,11 +45,11 @@ async def measure(changes: int) -> list[str]:
     import anyio.lowlevel
 
     from bench.catalog_server import real_tools
-    from mcp_hub.access import EVERYONE
-    from mcp_hub.config import load_config
-    from mcp_hub.downstream.prepared_lists import PreparedLists
-    from mcp_hub.hub import Hub
-    from mcp_hub.settled_heap import SettledHeap
+    from mcp_hub.config.model import load_config
+    from mcp_hub.downstream.lists.prepared import PreparedLists
+    from mcp_hub.hub.access import EVERYONE
+    from mcp_hub.hub.core import Hub
+    from mcp_hub.plumbing.settled_heap import SettledHeap
     from tests.hubtest import write_config
     from tests.test_list_fragments import _ok, register
 

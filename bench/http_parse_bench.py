@@ -31,7 +31,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from bench.common import markdown_table
-from mcp_hub.downstream.http_limits import ConnectionLimits, limited_protocol
+from mcp_hub.downstream.http.limits import ConnectionLimits, limited_protocol
 
 BODY = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo_echo","arguments":{"text":"hi"}}}'
 REQUEST = (

@@ -20,11 +20,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcp_hub.config import load_config
-from mcp_hub.downstream.http import build_app
-from mcp_hub.downstream.http_limits import ConnectionLimits, limited_protocol
+from mcp_hub.config.model import load_config
+from mcp_hub.downstream.http.app import build_app
+from mcp_hub.downstream.http.limits import ConnectionLimits, limited_protocol
 from mcp_hub.downstream.runners import _uvicorn_server
-from mcp_hub.hub import Hub
+from mcp_hub.hub.core import Hub
 
 
 async def main(config_path: str, port_file: str, protocol: str) -> None:

@@ -415,7 +415,7 @@ def lag_table(lag_file: Path, pid: int) -> str:
 
 def gc_table(lag_file: Path, pid: int) -> str:
     """The hub's garbage collections per phase: full ones, younger ones that took over 1 ms of
-    wall time, and the settles of mcp_hub.settled_heap; in CPU time of the loop's thread."""
+    wall time, and the settles of mcp_hub.plumbing.settled_heap; in CPU time of the loop's thread."""
     path = lag_file.with_name(f"{lag_file.name}.gc.{pid}")
     if not path.exists():
         return "hub garbage collections: no probe data"

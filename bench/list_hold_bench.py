@@ -44,10 +44,10 @@ async def measure(changes: int) -> tuple[list[float], list[float]]:
     import anyio
     import anyio.lowlevel
 
-    from mcp_hub.access import EVERYONE
-    from mcp_hub.config import load_config
-    from mcp_hub.downstream.prepared_lists import PreparedLists
-    from mcp_hub.hub import Hub
+    from mcp_hub.config.model import load_config
+    from mcp_hub.downstream.lists.prepared import PreparedLists
+    from mcp_hub.hub.access import EVERYONE
+    from mcp_hub.hub.core import Hub
     from tests.hubtest import write_config
     from tests.test_list_fragments import _ok, real_tools, register
 

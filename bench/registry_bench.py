@@ -25,9 +25,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcp_hub.pipeline import handle_function_call
-from mcp_hub.plugins import HookManager
-from mcp_hub.registry import ToolEntry, ToolRegistry
+from mcp_hub.pipeline.calls import handle_function_call
+from mcp_hub.pipeline.plugins import HookManager
+from mcp_hub.registry.tool_registry import ToolEntry, ToolRegistry
 
 
 def tool_schema(i: int) -> dict[str, Any]:

@@ -146,9 +146,9 @@ def plan_ns(loops: int = 200_000) -> tuple[float, float]:
 
 def profile_ns(loops: int = 100_000) -> float:
     """ns per call of finding an identity's profiles and translating its call by them."""
-    from mcp_hub.access import AccessControl, Caller
-    from mcp_hub.config import parse_config
-    from mcp_hub.registry import ToolRegistry
+    from mcp_hub.config.model import parse_config
+    from mcp_hub.hub.access import AccessControl, Caller
+    from mcp_hub.registry.tool_registry import ToolRegistry
     from mcp_hub.rewrite.profiles import ProfileRewrites
 
     config = parse_config('[profiles.p.tools.rw_sum]\nname = "psum"\narguments.x.rename = "y"\n'

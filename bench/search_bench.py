@@ -25,8 +25,8 @@ import anyio
 from mcp.types import CallToolResult
 
 from bench.search_eval.run import load_catalog, load_queries
-from mcp_hub.naming import exposed_name
-from mcp_hub.tool_search import SearchIndex, ToolDoc, ToolSearchBridge, ToolSearchSettings
+from mcp_hub.registry.naming import exposed_name
+from mcp_hub.search.tool_search import SearchIndex, ToolDoc, ToolSearchBridge, ToolSearchSettings
 
 
 def synthetic_catalog(size: int) -> tuple[list[dict[str, Any]], dict[str, str]]:

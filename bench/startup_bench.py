@@ -29,8 +29,8 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mcp_hub.config import HubConfig, parse_config  # noqa: E402
-from mcp_hub.registry import ToolRegistry  # noqa: E402
+from mcp_hub.config.model import HubConfig, parse_config  # noqa: E402
+from mcp_hub.registry.tool_registry import ToolRegistry  # noqa: E402
 from mcp_hub.upstream import ServerState, UpstreamManager  # noqa: E402
 
 PY = sys.executable

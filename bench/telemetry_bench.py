@@ -64,9 +64,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcp.types import CallToolResult, TextContent
 
 from bench.common import hub_config, markdown_table
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline.context import CallContext
 from tests.otlp_receiver import otlp_receiver
 
 

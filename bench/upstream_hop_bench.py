@@ -26,7 +26,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream import lean_call
 from tests.fixtures_upstream import echo_block, running
 

@@ -2,7 +2,7 @@
 
 Each module is the four pieces of a tool: a handler, a ``check_fn`` (is the
 tool available now?), a JSON schema, and a ``registry.register(...)`` call at
-module top level. ``mcp_hub.discovery.discover_builtin_tools`` finds the modules
+module top level. ``mcp_hub.pipeline.discovery.discover_builtin_tools`` finds the modules
 by scanning this folder (files starting with ``_`` are skipped) and imports
 them; importing a module is what registers its tools. Nothing is imported here,
 so importing the package registers nothing.

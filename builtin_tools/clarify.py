@@ -20,8 +20,8 @@ from typing import Any
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitRequestFormParams, ElicitResult
 
-from mcp_hub.context import CallContext
-from mcp_hub.registry import registry, tool_error
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.registry.tool_registry import registry, tool_error
 
 __all__ = ["CLARIFY_SCHEMA", "MAX_CHOICES", "clarify_tool", "client_supports_form_elicitation"]
 

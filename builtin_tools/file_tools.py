@@ -27,8 +27,8 @@ import regex as re
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
 from mcp_hub.errors import HubError
-from mcp_hub.registry import registry, tool_error
-from mcp_hub.runtime import get_config
+from mcp_hub.pipeline.runtime import get_config
+from mcp_hub.registry.tool_registry import registry, tool_error
 
 __all__ = [
     "READ_FILE_SCHEMA",

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hub import __version__
-from mcp_hub.context import CallContext
-from mcp_hub.diagnosis import rejected_tools, summary
-from mcp_hub.registry import ToolRegistry, registry
-from mcp_hub.runtime import get_config
+from mcp_hub.hub.diagnosis import rejected_tools, summary
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.pipeline.runtime import get_config
+from mcp_hub.registry.tool_registry import ToolRegistry, registry
 
 __all__ = ["HUB_STATUS_SCHEMA", "hub_status_tool", "registry_status"]
 
@@ -55,7 +55,7 @@ async def hub_status_tool(args: dict[str, Any], *, call: CallContext | None = No
     status_fn = getattr(hub, "status", None)
     if status_fn is None:
         return registry_status(registry)
-    # The caller's own view (mcp_hub.access.OpsView): a narrow identity sees only its servers.
+    # The caller's own view (mcp_hub.hub.access.OpsView): a narrow identity sees only its servers.
     caller = call.caller if call is not None else None
     status = status_fn(caller) if caller is not None else status_fn()
     if inspect.isawaitable(status):

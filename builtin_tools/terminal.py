@@ -34,8 +34,8 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from mcp_hub.registry import registry, tool_error
-from mcp_hub.runtime import get_config, is_exposed_without_auth
+from mcp_hub.pipeline.runtime import get_config, is_exposed_without_auth
+from mcp_hub.registry.tool_registry import registry, tool_error
 
 __all__ = ["TERMINAL_SCHEMA", "OutputCapture", "check_terminal_requirements", "terminal_tool"]
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from mcp_hub.cli import main
+from mcp_hub.cli.main import main
 
 sys.exit(main())

@@ -5,7 +5,7 @@
     HubError                         anything the hub itself reports
      ├── ConfigError                 servers.toml / settings are wrong; names the key path
      │    └── UnsetVariable          a ${VAR} without a default is unset: parks its server
-     │                               only (mcp_hub.config)
+     │                               only (mcp_hub.config.model)
      ├── IncompatibleLibrary         an installed library lacks a private hook the hub needs
      │                               (mcp_hub.compat)
      ├── UpstreamError               an upstream server failed
@@ -36,9 +36,9 @@
      │                               (mcp_hub.search.encoder)
      ├── OnnxUnavailable             the ONNX runtime for it is missing or fails
      │                               (mcp_hub.search.onnx_encoder)
-     ├── PinError                    the tool pin file cannot be read or written (mcp_hub.pins)
+     ├── PinError                    the tool pin file cannot be read or written (mcp_hub.pins.pinning)
      ├── JsonEditError (+ValueError) a client config is not JSON(C) of the expected shape
-     │                               (mcp_hub.jsonedit)
+     │                               (mcp_hub.clients.jsonedit)
      └── OutsideRootsError (+ValueError), _Refused
                                      the file tools refuse a path or an argument
                                      (builtin_tools.file_tools)
@@ -46,14 +46,14 @@
     MCPError (mcp SDK)               protocol errors: travel to the client as JSON-RPC errors
      ├── UnknownToolError            tools/call named a tool the caller cannot reach (-32602)
      └── NoClientError               no downstream client can answer an upstream's request
-                                     (mcp_hub.context)
+                                     (mcp_hub.pipeline.context)
 
     Exception                        signals that never leave the module that raises them
      ├── Refused                     a tool rewrite refuses a call; caught where the call is
      │                               run and turned into its ``isError`` text
      │                               (mcp_hub.rewrite.tool)
      └── _TooLarge                   a request body passed its limit while it was read; the
-                                     reader answers 413 (mcp_hub.downstream.asgi_body)
+                                     reader answers 413 (mcp_hub.downstream.http.body)
 
 Every exception class of the package appears in this tree
 (``tests/test_errors_tree.py`` reads the source and checks it). The classes

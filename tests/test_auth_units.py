@@ -14,16 +14,16 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from mcp_hub.access import Caller
 from mcp_hub.auth.audit import AuditLog
 from mcp_hub.auth.discovery import IssuerKeys, metadata_urls
 from mcp_hub.auth.identity import Identity, identity_from_claims
 from mcp_hub.auth.jwt_verify import InvalidToken, JwtVerifier
 from mcp_hub.auth.metadata import endpoint_of, resource_path
 from mcp_hub.auth.settings import AuditConfig
-from mcp_hub.config import parse_config
+from mcp_hub.config.model import parse_config
 from mcp_hub.errors import ConfigError
-from mcp_hub.hub import Hub
+from mcp_hub.hub.access import Caller
+from mcp_hub.hub.core import Hub
 from tests.security.test_access_policy import Owners
 
 pytestmark = pytest.mark.anyio
@@ -50,8 +50,8 @@ def _caller(identity: Identity, profile: str | None = None) -> Caller:
 
 def test_rules_decide_through_the_access_policy() -> None:
     config = parse_config(RULES)
-    from mcp_hub.access import AccessControl
-    from mcp_hub.registry import ToolRegistry
+    from mcp_hub.hub.access import AccessControl
+    from mcp_hub.registry.tool_registry import ToolRegistry
 
     holder = {"config": config}
     access = AccessControl(lambda: holder["config"], ToolRegistry(), Owners())
@@ -238,7 +238,7 @@ async def test_hub_status_counts_calls_per_identity() -> None:
 
 
 async def test_tools_list_changed_only_reaches_connections_whose_tools_changed() -> None:
-    from mcp_hub.sessions import SessionTracker
+    from mcp_hub.hub.sessions import SessionTracker
 
     class Conn:
         def __init__(self, who: str) -> None:
@@ -314,7 +314,7 @@ def test_a_token_cannot_pass_for_a_static_token() -> None:
 
 
 def test_trusted_proxies_decide_who_may_forward() -> None:
-    from mcp_hub.downstream.forwarded import TrustedProxies
+    from mcp_hub.downstream.http.forwarded import TrustedProxies
 
     proxies = TrustedProxies(["10.0.0.0/8", "::1", "192.168.1.5"])
     assert proxies.trusts("10.1.2.3") and proxies.trusts("::1") and proxies.trusts("::ffff:192.168.1.5")

@@ -22,8 +22,8 @@ from mcp.types import (
 )
 
 from builtin_tools.clarify import NOT_AVAILABLE, clarify_tool
-from mcp_hub.context import CallContext
-from mcp_hub.pipeline import handle_function_call
+from mcp_hub.pipeline.calls import handle_function_call
+from mcp_hub.pipeline.context import CallContext
 
 pytestmark = pytest.mark.anyio
 

@@ -12,11 +12,11 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 import builtin_tools.file_tools  # noqa: F401 - registers the tools
-from mcp_hub import runtime
-from mcp_hub.config import HubConfig, parse_config
-from mcp_hub.context import CallContext
-from mcp_hub.pipeline import handle_function_call
-from mcp_hub.registry import registry
+from mcp_hub.config.model import HubConfig, parse_config
+from mcp_hub.pipeline import runtime
+from mcp_hub.pipeline.calls import handle_function_call
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.registry.tool_registry import registry
 
 pytestmark = pytest.mark.anyio
 

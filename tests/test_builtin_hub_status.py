@@ -13,9 +13,9 @@ from mcp.types import CallToolResult, TextContent
 import builtin_tools.file_tools  # registers read_file
 import builtin_tools.hub_status  # noqa: F401 - registers the tool
 from mcp_hub import __version__
-from mcp_hub.context import CallContext
-from mcp_hub.pipeline import handle_function_call
-from mcp_hub.registry import registry
+from mcp_hub.pipeline.calls import handle_function_call
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.registry.tool_registry import registry
 
 pytestmark = pytest.mark.anyio
 

@@ -17,9 +17,10 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_hub.downstream import bulk_writes, http_writes
-from mcp_hub.downstream.bulk_writes import BULK_BYTES, bulk_writer, socket_of
-from mcp_hub.downstream.http_writes import CoalescingTransport
+from mcp_hub.downstream.http import bulk_writes
+from mcp_hub.downstream.http import writes as http_writes
+from mcp_hub.downstream.http.bulk_writes import BULK_BYTES, bulk_writer, socket_of
+from mcp_hub.downstream.http.writes import CoalescingTransport
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from mcp_hub.cli_errors import report
+from mcp_hub.cli.errors import report
 from mcp_hub.errors import ConfigError
 from tests.hubtest import PY, ROOT, hub_env
 

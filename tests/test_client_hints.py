@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_hub.cli import build_parser, main
-from mcp_hub.commands import hub_bin_dir
-from mcp_hub.launch import shell_command
+from mcp_hub.cli.main import build_parser, main
+from mcp_hub.clients.launch import shell_command
+from mcp_hub.config.commands import hub_bin_dir
 from tests.hubtest import ROOT, echo_server_toml, http_hub, hub_env, write_config
 
 TOKEN = "hint-token-" + "q" * 24

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mcp_hub import install, jsonedit
-from mcp_hub.cli import main
+from mcp_hub.cli.main import main
+from mcp_hub.clients import install, jsonedit
 from mcp_hub.errors import HubError
 from tests.hubtest import PY, ROOT, hub_env
 

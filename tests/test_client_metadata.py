@@ -16,7 +16,7 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_hub.config import load_config
+from mcp_hub.config.model import load_config
 from mcp_hub.upstream.oauth.attach import oauth_status
 from tests.conformance import client_run, run
 from tests.hubtest import http_hub

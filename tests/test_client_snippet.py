@@ -23,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
-from mcp_hub import install, jsonedit
+from mcp_hub.clients import install, jsonedit
 from tests.hubtest import EVERYTHING, ROOT
 
 pytestmark = pytest.mark.anyio

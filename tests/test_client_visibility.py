@@ -12,12 +12,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 import builtin_tools.hub_status  # noqa: F401 - registers the tool
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
-from mcp_hub.diagnosis import problem, summary
+from mcp_hub.config.model import load_config
 from mcp_hub.downstream.instructions import BASE_INSTRUCTIONS
 from mcp_hub.downstream.server import build_server
-from mcp_hub.hub import Hub
+from mcp_hub.hub.core import Hub
+from mcp_hub.hub.diagnosis import problem, summary
+from mcp_hub.pipeline.context import CallContext
 from tests.hubtest import PY, ROOT, echo_server_toml, hub_env, write_config
 
 pytestmark = pytest.mark.anyio

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from mcp_hub import coerce
-from mcp_hub.coerce import coerce_tool_args, coerce_value
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.pipeline import coerce
+from mcp_hub.pipeline.coerce import coerce_tool_args, coerce_value
+from mcp_hub.registry.tool_registry import ToolRegistry
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

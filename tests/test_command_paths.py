@@ -14,10 +14,11 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
-from mcp_hub import commands, prespawn
-from mcp_hub.config import ServerConfig, load_config, parse_config
+from mcp_hub.clients.launch import child_path
+from mcp_hub.config import commands
+from mcp_hub.config.model import ServerConfig, load_config, parse_config
 from mcp_hub.errors import ConfigError
-from mcp_hub.launch import child_path
+from mcp_hub.upstream.stdio import prespawn
 from mcp_hub.upstream.transports import child_environment
 from tests.hubtest import PY, ROOT
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hub.config import ConfigError, HubConfig, find_config, load_config, parse_config
+from mcp_hub.config.model import ConfigError, HubConfig, find_config, load_config, parse_config
 
 SERVER = '[servers.a]\ncommand = "run"\n'
 

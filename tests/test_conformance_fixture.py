@@ -66,7 +66,7 @@ async def test_fixture_direct_http() -> None:
 @pytest.mark.node
 @needs_suite
 async def test_hub_passes_what_the_fixture_passes() -> None:
-    pytest.importorskip("mcp_hub.cli", reason="the mcp-hub CLI (mcp_hub.cli) does not exist yet")
+    pytest.importorskip("mcp_hub.cli.main", reason="the mcp-hub CLI (mcp_hub.cli.main) does not exist yet")
     with anyio.fail_after(300):
         comparison = await run.fixture_vs_hub()
     assert comparison.direct.summary == DIRECT_SUMMARY

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from mcp_hub.access import EVERYONE
-from mcp_hub.config import HubConfig
-from mcp_hub.definitions import CHECK_FN_GRACE_SECONDS, CHECK_FN_TTL_SECONDS
-from mcp_hub.hub import Hub
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.config.model import HubConfig
+from mcp_hub.hub.access import EVERYONE
+from mcp_hub.hub.core import Hub
+from mcp_hub.registry.definitions import CHECK_FN_GRACE_SECONDS, CHECK_FN_TTL_SECONDS
+from mcp_hub.registry.tool_registry import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

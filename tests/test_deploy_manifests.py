@@ -32,8 +32,8 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_hub.cli import build_parser
-from mcp_hub.config import parse_config
+from mcp_hub.cli.main import build_parser
+from mcp_hub.config.model import parse_config
 from mcp_hub.errors import ConfigError
 from tests.hubtest import http_hub
 

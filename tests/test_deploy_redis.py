@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from mcp_hub.cli import build_parser
-from mcp_hub.config import parse_config
+from mcp_hub.cli.main import build_parser
+from mcp_hub.config.model import parse_config
 from tests.system_services import HAPROXY_CFG, require_binary
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extra")

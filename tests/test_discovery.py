@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hub import discovery
-from mcp_hub.discovery import discover_builtin_tools, has_top_level_register
-from mcp_hub.registry import registry
+from mcp_hub.pipeline import discovery
+from mcp_hub.pipeline.discovery import discover_builtin_tools, has_top_level_register
+from mcp_hub.registry.tool_registry import registry
 
 TOOLSET = "discovery-sample"
 
 TOOL = '''
-from mcp_hub.registry import registry
+from mcp_hub.registry.tool_registry import registry
 
 def handler(args, **kw):
     return "ok"
@@ -63,7 +63,7 @@ def tools_dir(tmp_path: Path) -> Path:
 def test_only_files_with_a_top_level_register_call_are_imported(
     tools_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="mcp_hub.discovery"):
+    with caplog.at_level(logging.WARNING, logger="mcp_hub.pipeline.discovery"):
         imported = discover_builtin_tools(tools_dir)
     assert [n.split("_")[-1] for n in imported] == ["alpha", "beta", "gamma"]
     names = registry.toolsets()[TOOLSET]
@@ -73,7 +73,7 @@ def test_only_files_with_a_top_level_register_call_are_imported(
 def test_an_import_failure_is_a_warning_and_the_other_tools_still_load(
     tools_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="mcp_hub.discovery"):
+    with caplog.at_level(logging.WARNING, logger="mcp_hub.pipeline.discovery"):
         imported = discover_builtin_tools(tools_dir)
     assert len(imported) == 3
     assert "broken.py failed to import" in caplog.text
@@ -91,7 +91,7 @@ def test_discovering_twice_does_not_import_again(tools_dir: Path) -> None:
 
 def test_a_register_call_inside_a_function_does_not_count() -> None:
     assert has_top_level_register("registry.register('a', 'b', {}, f)")
-    assert has_top_level_register("x: bool = mcp_hub.registry.registry.register()")
+    assert has_top_level_register("x: bool = mcp_hub.registry.tool_registry.registry.register()")
     assert has_top_level_register("with lock:\n    registry.register()")
     assert not has_top_level_register("def f():\n    registry.register()")
     assert not has_top_level_register("async def f():\n    registry.register()")
@@ -123,7 +123,7 @@ def test_a_missing_package_or_directory_discovers_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(discovery, "_PACKAGE", "no_such_builtin_package_xyz")
-    with caplog.at_level(logging.WARNING, logger="mcp_hub.discovery"):
+    with caplog.at_level(logging.WARNING, logger="mcp_hub.pipeline.discovery"):
         assert discover_builtin_tools() == []
         assert discover_builtin_tools(tmp_path / "missing") == []
     assert "does not exist" in caplog.text

@@ -18,8 +18,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 
-from mcp_hub.config import parse_config
-from mcp_hub.context import CallContext
+from mcp_hub.config.model import parse_config
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream.listening import WatchedUris, confirm_watched
 from tests.erastest import hub_client, modern_toml
 from tests.fixtures_upstream import running

@@ -2,7 +2,7 @@
 piece, and after a change deflates again only the segments the change touched.
 
 The entries are the JSON of real tool definitions (``bench/catalog_server.py``'s
-captured catalogs), serialised by :class:`~mcp_hub.downstream.list_fragments.Fragments`
+captured catalogs), serialised by :class:`~mcp_hub.downstream.lists.fragments.Fragments`
 as the hub serialises them for a list.
 """
 
@@ -16,15 +16,15 @@ import pytest
 from mcp import types
 
 from bench.catalog_server import real_tools
-from mcp_hub.downstream.gzip_answer import deflate_result, gzip_answer
-from mcp_hub.downstream.gzip_segments import (
+from mcp_hub.downstream.lists.fragments import Fragments, Slicer
+from mcp_hub.downstream.lists.gzip_answer import deflate_result, gzip_answer
+from mcp_hub.downstream.lists.gzip_segments import (
     MAX_SEGMENT_BYTES,
     MIN_SEGMENT_BYTES,
     Layout,
     SegmentDeflater,
 )
-from mcp_hub.downstream.list_fragments import Fragments, Slicer
-from mcp_hub.downstream.prepared_lists import PreparedLists
+from mcp_hub.downstream.lists.prepared import PreparedLists
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcp_hub.downstream.http_writes import CoalescingTransport
+from mcp_hub.downstream.http.writes import CoalescingTransport
 
 pytestmark = pytest.mark.anyio
 

@@ -1,8 +1,8 @@
 """The Hub's interface is a named type, and the serving side keeps to it.
 
-:mod:`mcp_hub.hub_interface` names what the serving side may ask of the Hub
-(:class:`~mcp_hub.hub_interface.ServingHub`) and :mod:`mcp_hub.context` what a
-builtin tool may (:class:`~mcp_hub.context.ToolHub`); ``mypy --strict`` holds
+:mod:`mcp_hub.hub.interface` names what the serving side may ask of the Hub
+(:class:`~mcp_hub.hub.interface.ServingHub`) and :mod:`mcp_hub.pipeline.context` what a
+builtin tool may (:class:`~mcp_hub.pipeline.context.ToolHub`); ``mypy --strict`` holds
 every annotated use to them. This scan holds the rest: nothing is typed
 ``hub: Any`` (which would let any use through), and no module of
 ``mcp_hub/downstream/`` reads an attribute of the Hub that ``ServingHub`` does
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hub.context import CallContext
-from mcp_hub.hub import Hub
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline.context import CallContext
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mcp_hub"
@@ -72,7 +72,7 @@ def serving_members() -> set[str]:
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "ServingHub":
             return {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    raise AssertionError("mcp_hub/hub_interface.py defines no ServingHub")
+    raise AssertionError("mcp_hub/hub/interface.py defines no ServingHub")
 
 
 def test_nothing_is_typed_hub_any() -> None:

@@ -7,9 +7,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from mcp_hub.config import parse_config
-from mcp_hub.import_merge import HubAddress, is_hub_entry, replace_server_tables
-from mcp_hub.importer import import_servers
+from mcp_hub.clients.import_merge import HubAddress, is_hub_entry, replace_server_tables
+from mcp_hub.clients.importer import import_servers
+from mcp_hub.config.model import parse_config
 from tests.hubtest import PY, ROOT, hub_env
 
 CLIENT = {"mcpServers": {

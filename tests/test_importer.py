@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_hub.config import HubConfig, parse_config
+from mcp_hub.clients.importer import default_config_paths, import_client_config
+from mcp_hub.config.model import HubConfig, parse_config
 from mcp_hub.errors import ConfigError
-from mcp_hub.importer import default_config_paths, import_client_config
 
 FIXTURES = Path(__file__).parent / "fixtures_import"
 CLAUDE = FIXTURES / "claude_desktop_config.json"
@@ -362,7 +362,7 @@ def test_any_strings_round_trip_through_the_toml(name: str, args: list[str],
 def _cli_has_import() -> bool:
     import argparse
 
-    from mcp_hub.cli import build_parser
+    from mcp_hub.cli.main import build_parser
 
     sub = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return any("import" in a.choices for a in sub)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcp_hub.jsonedit import JsonEditError, get_member, parse, remove_member, set_member
+from mcp_hub.clients.jsonedit import JsonEditError, get_member, parse, remove_member, set_member
 
 ENTRY = {"command": "/opt/hub/bin/mcp-hub", "args": ["serve"]}
 

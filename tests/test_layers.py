@@ -1,11 +1,25 @@
 """The layer rule, checked on the source: every import points down.
 
-CLI → runners/transports (``downstream/``) → Hub (``hub.py``, ``hub_serving.py``)
-→ upstream / builtins / search → pipeline → registry. The scan reads every
-module of ``mcp_hub/`` with :mod:`ast` (imports inside functions and under
-``TYPE_CHECKING`` count too) and fails naming the module and the import that
-breaks a rule; ``builtin_tools/`` is scanned too. docs/architecture.md draws
-the layers.
+The folders of ``mcp_hub/`` are the layers (docs/architecture.md draws them)::
+
+    cli/                      the command line (and ``__main__``)
+    downstream/               the serving side: MCP server, HTTP, stdio, replicas
+    builtin_tools/            the builtin tools (reach the Hub through ``call.hub``)
+    hub/  clients/            the Hub; MCP clients' own config files
+    upstream/  search/        upstream connections; tool search and bridging
+    pins/ telemetry/ rewrite/ auth/
+    state/                    the shared state store
+    pipeline/                 the call pipeline
+    config/                   servers.toml (with each feature's ``settings`` module)
+    registry/                 the tool registry
+    protocol/ plumbing/ compat/ eras/ errors redact hub_errors   leaves
+
+A module may import its own folder and any folder below its own; never one
+above or beside it. The scan reads every module with :mod:`ast` (imports
+inside functions and under ``TYPE_CHECKING`` count too) and fails naming the
+module and the import that breaks a rule. A few finer rules stand beside the
+ranks (the serving side asks the Hub, never upstream internals; the registry
+and the pipeline import only their own small modules).
 """
 
 from __future__ import annotations
@@ -20,16 +34,45 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mcp_hub"
 BUILTINS = ROOT / "builtin_tools"
 
-#: The registry and the small modules it is made of: they import only each other (and naming).
-REGISTRY = {"mcp_hub.registry", "mcp_hub.definitions", "mcp_hub.frozen", "mcp_hub.tool_entry",
-            "mcp_hub.tool_results", "mcp_hub.errors", "mcp_hub.hub_errors", "mcp_hub.steps"}
-#: What the pipeline may import: the registry, argument coercion, hooks, the call context,
-#: the quick argument check (a standard-library leaf).
-PIPELINE = REGISTRY | {"mcp_hub.pipeline", "mcp_hub.coerce", "mcp_hub.hooks", "mcp_hub.context",
-                       "mcp_hub.quick_schema"}
+#: Each layer's rank: a module imports only its own layer or layers of a higher number.
+RANKS: dict[str, float] = {
+    "__main__": -1, "cli": 0,
+    "downstream": 1,
+    "hub": 2, "clients": 2,
+    "builtin_tools": 1.5,
+    "upstream": 3, "search": 3,
+    "pins": 4, "telemetry": 4, "rewrite": 4, "auth": 4,
+    "state": 4.5,
+    "pipeline": 5,
+    "config": 6,
+    "registry": 7,
+    "protocol": 8, "plumbing": 8, "compat": 8, "eras": 8, "redact": 8, "errors": 8.5,
+    "hub_errors": 9,
+}
+#: At most this many modules lie flat in ``mcp_hub/``; no folder holds more than MAX_IN_FOLDER.
+MAX_FLAT = 12
+MAX_IN_FOLDER = 20
+
+#: The registry's modules import only each other (and the leaves).
+REGISTRY = ("mcp_hub.registry",)
+#: What the call pipeline (``pipeline/calls.py``) may import.
+PIPELINE = {"mcp_hub.registry", "mcp_hub.pipeline.coerce", "mcp_hub.pipeline.hooks", "mcp_hub.pipeline.context",
+            "mcp_hub.pipeline.quick_schema", "mcp_hub.errors", "mcp_hub.hub_errors"}
 UPSTREAM_INTERNALS = ("mcp_hub.upstream",)
-ABOVE_HUB = ("mcp_hub.downstream", "mcp_hub.cli", "mcp_hub.cli_pins", "mcp_hub.cli_errors",
-             "mcp_hub.__main__")
+THE_HUB = ("mcp_hub.hub.core", "mcp_hub.hub.serving")
+ABOVE_HUB = ("mcp_hub.downstream", "mcp_hub.cli", "mcp_hub.__main__")
+
+
+def layer_of(module: str) -> str:
+    """The layer a module belongs to: its first folder, or ``config`` for a feature's settings model."""
+    parts = module.split(".")
+    if parts[0] == "builtin_tools":
+        return "builtin_tools"
+    if len(parts) == 1:
+        return "mcp_hub"
+    if parts[-1] == "settings" and len(parts) == 3:
+        return "config"
+    return parts[1]
 
 
 def module_name(path: Path) -> str:
@@ -69,32 +112,29 @@ def _under(name: str, prefixes: tuple[str, ...] | set[str]) -> bool:
 def violations(module: str, imported: str) -> list[str]:
     """The rules ``module`` importing ``imported`` breaks (empty when it is fine)."""
     found: list[str] = []
+    mine, theirs = layer_of(module), layer_of(imported)
+    if imported != "mcp_hub" and mine != theirs and RANKS[theirs] <= RANKS[mine]:
+        found.append(f"{mine}/ (rank {RANKS[mine]}) must not import {theirs}/ (rank {RANKS[theirs]}): "
+                     "imports point down")
     if _under(module, ("mcp_hub.downstream",)) and _under(imported, UPSTREAM_INTERNALS):
         found.append("downstream/ must not import upstream internals (ask the Hub)")
     if _under(module, ("mcp_hub.downstream",)) and _under(
-            imported, ("mcp_hub.pipeline", "mcp_hub.registry", "mcp_hub.search",
-                       "mcp_hub.tool_search", "mcp_hub.definitions")):
+            imported, ("mcp_hub.pipeline.calls", "mcp_hub.registry.tool_registry", "mcp_hub.search",
+                       "mcp_hub.registry.definitions")):
         found.append("downstream/ must not reach below the Hub (pipeline, registry, search)")
-    if module in REGISTRY and imported not in REGISTRY | {"mcp_hub.naming"}:
+    if _under(module, REGISTRY) and not _under(
+            imported, (*REGISTRY, "mcp_hub.errors", "mcp_hub.hub_errors", "mcp_hub.protocol", "mcp_hub.plumbing")):
         found.append("the registry imports nothing above it")
-    if module == "mcp_hub.pipeline" and imported not in PIPELINE:
+    if module == "mcp_hub.pipeline.calls" and not _under(imported, PIPELINE):
         found.append("the pipeline imports only the registry, coercion, hooks and the call context")
-    if module in ("mcp_hub.hub", "mcp_hub.hub_serving") and _under(imported, ABOVE_HUB):
+    if _under(module, ("mcp_hub.hub",)) and _under(imported, ABOVE_HUB):
         found.append("the Hub does not import the serving side or the CLI")
-    if _under(module, ("mcp_hub.upstream", "mcp_hub.search")) and _under(
-            imported, ("mcp_hub.hub", "mcp_hub.hub_serving", *ABOVE_HUB)):
-        found.append("upstream/ and search/ do not import the Hub or anything above it")
-    if (not _under(module, ABOVE_HUB) and module not in ("mcp_hub.hub", "mcp_hub.hub_serving")
-            and _under(imported, ("mcp_hub.hub", "mcp_hub.hub_serving"))):
+    if (not _under(module, (*ABOVE_HUB, "mcp_hub.hub")) and _under(imported, THE_HUB)):
         found.append("only the serving side and the CLI import the Hub")
-    if not _under(module, ABOVE_HUB) and _under(imported, ABOVE_HUB):
-        found.append("only the CLI and the serving side import the serving side")
-    if _under(module, ("builtin_tools",)) and _under(
-            imported, ("mcp_hub.hub", "mcp_hub.hub_serving", "mcp_hub.upstream", *ABOVE_HUB)):
+    if _under(module, ("builtin_tools",)) and _under(imported, (*THE_HUB, *ABOVE_HUB)):
         found.append("builtin tools reach the Hub through call.hub, never by import")
-    if module in ("mcp_hub.config", "mcp_hub.config_path") and _under(
-            imported, ("mcp_hub.prespawn", "mcp_hub.launch", "mcp_hub.upstream", "mcp_hub.hub",
-                       *ABOVE_HUB)):
+    if _under(module, ("mcp_hub.config",)) and _under(
+            imported, ("mcp_hub.upstream", "mcp_hub.clients", "mcp_hub.hub", *ABOVE_HUB)):
         found.append("config imports nothing that runs things")
     return found
 
@@ -117,19 +157,20 @@ def test_every_import_points_down() -> None:
     ("mcp_hub.downstream.server", "from mcp_hub.upstream.manager import UpstreamManager",
      "upstream internals"),
     ("mcp_hub.downstream.server", "import mcp_hub.upstream.connection", "upstream internals"),
-    ("mcp_hub.registry", "from mcp_hub.hub import Hub", "the registry imports nothing above it"),
-    ("mcp_hub.pipeline", "from mcp_hub import plugins", "the pipeline imports only"),
-    ("mcp_hub.hub", "from mcp_hub.downstream.call_context import below_level",
+    ("mcp_hub.registry.tool_registry", "from mcp_hub.hub.core import Hub", "the registry imports nothing above it"),
+    ("mcp_hub.registry.tool_registry", "from mcp_hub.config.model import HubConfig", "imports point down"),
+    ("mcp_hub.pipeline.calls", "from mcp_hub.pipeline import plugins", "the pipeline imports only"),
+    ("mcp_hub.hub.core", "from mcp_hub.downstream.call_context import below_level",
      "the Hub does not import the serving side"),
-    ("mcp_hub.config", "from mcp_hub.prespawn import find_config_path",
+    ("mcp_hub.config.model", "from mcp_hub.upstream.stdio.prespawn import find_config_path",
      "config imports nothing that runs things"),
-    ("builtin_tools.hub_status", "from mcp_hub.hub import Hub", "through call.hub"),
-    ("mcp_hub.upstream.manager", "def f():\n    from mcp_hub.hub import Hub\n",
-     "upstream/ and search/ do not import the Hub"),
-    ("mcp_hub.hub_interface", "from mcp_hub.hub import Hub",
-     "only the serving side and the CLI import the Hub"),
-    ("mcp_hub.context", "from mcp_hub.downstream.server import HubServer",
-     "only the CLI and the serving side import the serving side"),
+    ("builtin_tools.hub_status", "from mcp_hub.hub.core import Hub", "through call.hub"),
+    ("mcp_hub.upstream.manager", "def f():\n    from mcp_hub.hub.core import Hub\n", "imports point down"),
+    ("mcp_hub.hub.interface", "from mcp_hub.cli.main import main", "the Hub does not import the serving side"),
+    ("mcp_hub.pipeline.context", "from mcp_hub.downstream.server import HubServer", "imports point down"),
+    ("mcp_hub.pins.pinning", "from mcp_hub.telemetry import spans", "imports point down"),
+    ("mcp_hub.plumbing.pipes", "if TYPE_CHECKING:\n    from mcp_hub.config.model import HubConfig\n",
+     "imports point down"),
 ])
 def test_the_scan_catches_a_wrong_import(module: str, source: str, rule: str) -> None:
     """The rule is not vacuous: each kind of wrong import is reported."""
@@ -192,3 +233,18 @@ def test_no_import_circles() -> None:
 def test_the_circle_scan_finds_a_loop() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [["a", "b", "c"]]
+
+
+def test_every_module_lies_in_a_known_layer() -> None:
+    """A new folder gets a rank here (and a line in docs/architecture.md) before it gets code."""
+    unknown = sorted({layer_of(module_name(p)) for p in PACKAGE.rglob("*.py")} - {*RANKS, "mcp_hub"})
+    assert unknown == []
+
+
+def test_the_tree_stays_small_enough_to_read() -> None:
+    """At most MAX_FLAT modules flat in ``mcp_hub/``, at most MAX_IN_FOLDER in any folder."""
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(flat) <= MAX_FLAT, flat
+    crowded = {str(d.relative_to(ROOT)): n for d in PACKAGE.rglob("*") if d.is_dir()
+               if (n := len(list(d.glob("*.py")))) > MAX_IN_FOLDER}
+    assert crowded == {}

@@ -18,11 +18,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 
 from bench.catalog_server import real_tools
-from mcp_hub.access import EVERYONE, Caller
-from mcp_hub.config import load_config
-from mcp_hub.downstream.list_fragments import Fragments, Slicer
-from mcp_hub.downstream.prepared_lists import PreparedLists, serialize_result
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.downstream.lists.fragments import Fragments, Slicer
+from mcp_hub.downstream.lists.prepared import PreparedLists, serialize_result
+from mcp_hub.hub.access import EVERYONE, Caller
+from mcp_hub.hub.core import Hub
 from tests.hubtest import write_config
 
 pytestmark = pytest.mark.anyio
@@ -182,7 +182,7 @@ async def test_a_change_deflates_only_the_segments_around_it_and_drops_old_layou
     segments, decodes to the new list, and only kept preparations keep their layouts."""
     import zlib
 
-    from mcp_hub.downstream.gzip_answer import gzip_answer
+    from mcp_hub.downstream.lists.gzip_answer import gzip_answer
 
     def decoded(deflated: Any) -> bytes:
         return zlib.decompress(gzip_answer(b"[", deflated, b"]"), zlib.MAX_WBITS | 16)

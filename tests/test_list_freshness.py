@@ -17,11 +17,11 @@ import anyio
 import pytest
 from mcp import types
 
-from mcp_hub.access import EVERYONE, Caller
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
-from mcp_hub.hub import Hub
-from mcp_hub.list_freshness import list_hint
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.access import EVERYONE, Caller
+from mcp_hub.hub.core import Hub
+from mcp_hub.hub.list_freshness import list_hint
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream.list_hints import MIN_REFRESH_SECONDS, HintCollector, ListHint, due
 from tests.erastest import hub_client, modern_toml
 from tests.hubtest import echo_server_toml, write_config

@@ -20,14 +20,14 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_hub.downstream.gzip_answer import (
+from mcp_hub.downstream.lists.gzip_answer import (
     accepts_gzip,
     combine_operator,
     crc32_combine,
     deflate_result,
     gzip_answer,
 )
-from mcp_hub.downstream.prepared_lists import PreparedLists
+from mcp_hub.downstream.lists.prepared import PreparedLists
 from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, http_session, write_config
 from tests.system_services import require_binary
 

@@ -21,14 +21,14 @@ import pytest
 from starlette.types import Message
 
 from bench.catalog_server import real_tools
-from mcp_hub.access import EVERYONE, Caller
-from mcp_hub.config import load_config
-from mcp_hub.downstream import prepared_lists
-from mcp_hub.downstream.list_fragments import Slicer
-from mcp_hub.downstream.paced_send import paced
-from mcp_hub.downstream.prepared_lists import PreparedLists
-from mcp_hub.hub import Hub
-from mcp_hub.pipes import CoalescingWriter, open_read_pipe, open_write_pipe
+from mcp_hub.config.model import load_config
+from mcp_hub.downstream.http.paced_send import paced
+from mcp_hub.downstream.lists import prepared as prepared_lists
+from mcp_hub.downstream.lists.fragments import Slicer
+from mcp_hub.downstream.lists.prepared import PreparedLists
+from mcp_hub.hub.access import EVERYONE, Caller
+from mcp_hub.hub.core import Hub
+from mcp_hub.plumbing.pipes import CoalescingWriter, open_read_pipe, open_write_pipe
 from tests.hubtest import PY, ROOT, http_hub, write_config
 from tests.test_http_fastpath import RawSession, sse_data
 from tests.test_list_fragments import TOOLS, register

@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_hub.downstream.http_fastpath import HttpFastPath
-from mcp_hub.downstream.prepared_lists import PreparedLists
-from mcp_hub.low_priority import LowPriorityThread
+from mcp_hub.downstream.http.fastpath import HttpFastPath
+from mcp_hub.downstream.lists.prepared import PreparedLists
+from mcp_hub.plumbing.low_priority import LowPriorityThread
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp_hub.metrics import Metrics
+from mcp_hub.hub.metrics import Metrics
 from mcp_hub.redact import add_secrets
 
 

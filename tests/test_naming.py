@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_hub.naming import exposed_name, exposed_prompt_name, sanitize_name
+from mcp_hub.registry.naming import exposed_name, exposed_prompt_name, sanitize_name
 
 VALID = re.compile(r"^[A-Za-z0-9_-]+$")
 

@@ -30,7 +30,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import URL_ELICITATION_REQUIRED, TextContent
 
-from mcp_hub.config import load_config
+from mcp_hub.config.model import load_config
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.auth_support import AuthServer, oauth_server
 from tests.erastest import on_roots, on_sampling

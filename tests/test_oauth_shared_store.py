@@ -20,8 +20,8 @@ import pytest
 import redis.asyncio as aioredis
 from cryptography.fernet import Fernet
 
-from mcp_hub.config import load_config
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.core import Hub
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.oauth_parts import auth_server, hub_cli, login, protected_server
 from tests.system_services import RedisServer, free_port, redis_server, require_binary

@@ -20,9 +20,9 @@ import pytest
 from cryptography.fernet import Fernet
 from mcp.types import TextContent
 
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.oauth_parts import auth_server, hub_cli, login, protected_server, server_toml
 

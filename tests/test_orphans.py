@@ -1,7 +1,7 @@
 """No stdio upstream outlives the hub, even when the hub is killed with ``kill -9``.
 
 The hub runs as a real process over stdio with four stdio upstreams: two started
-early (plain config values, :mod:`mcp_hub.prespawn`) and two started by the
+early (plain config values, :mod:`mcp_hub.upstream.stdio.prespawn`) and two started by the
 transport (their ``env`` uses ``${…}``, which the early start leaves alone),
 healthy and never-handshaking alike. Each upstream writes its pid to a file.
 """

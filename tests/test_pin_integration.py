@@ -22,10 +22,10 @@ import mcp.types as types
 import pytest
 from mcp.client.session import ClientSession
 
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
+from mcp_hub.config.model import load_config
 from mcp_hub.errors import UnknownToolError
-from mcp_hub.hub import Hub
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline.context import CallContext
 from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, http_session, hub_env, write_config
 
 pytestmark = pytest.mark.anyio

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from mcp_hub.cli_pins import cmd_pins_accept, cmd_pins_diff
-from mcp_hub.config import parse_config
-from mcp_hub.pin_stores import open_pin_store
-from mcp_hub.pins import PinError, PinStore, fingerprint, pins_path
+from mcp_hub.cli.pins import cmd_pins_accept, cmd_pins_diff
+from mcp_hub.config.model import parse_config
+from mcp_hub.pins.pinning import PinError, PinStore, fingerprint, pins_path
+from mcp_hub.pins.stores import open_pin_store
 
 
 def tool(description: str = "Add two numbers.", **extra: Any) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def test_a_changed_description_is_reported_with_what_was_added(tmp_path: Path,
                                                                 ) -> None:
     store = PinStore(tmp_path / "pins.json")
     store.check("calc", "add", tool())
-    with caplog.at_level(logging.WARNING, logger="mcp_hub.pins"):
+    with caplog.at_level(logging.WARNING, logger="mcp_hub.pins.pinning"):
         verdict = store.check("calc", "add", tool(RUG_PULL))
     assert verdict.status == "changed" and not verdict.blocked
     assert verdict.change is not None
@@ -98,7 +98,7 @@ def test_a_changed_description_is_reported_with_what_was_added(tmp_path: Path,
     assert "still served" in caplog.text
     # Logged once per new definition, not at every refresh.
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="mcp_hub.pins"):
+    with caplog.at_level(logging.WARNING, logger="mcp_hub.pins.pinning"):
         store.check("calc", "add", tool(RUG_PULL))
     assert "changed since it was pinned" not in caplog.text
 

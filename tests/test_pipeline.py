@@ -9,11 +9,11 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-from mcp_hub import pipeline
 from mcp_hub.errors import UnknownToolError
-from mcp_hub.pipeline import Reenter, cap_result, handle_function_call, validate_args
-from mcp_hub.plugins import HookManager
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.pipeline import calls as pipeline
+from mcp_hub.pipeline.calls import Reenter, cap_result, handle_function_call, validate_args
+from mcp_hub.pipeline.plugins import HookManager
+from mcp_hub.registry.tool_registry import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

@@ -11,9 +11,9 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from mcp_hub import plugins
-from mcp_hub.plugins import HookManager, PluginContext, PreHookOutcome, load_plugins
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.pipeline import plugins
+from mcp_hub.pipeline.plugins import HookManager, PluginContext, PreHookOutcome, load_plugins
+from mcp_hub.registry.tool_registry import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

@@ -17,10 +17,10 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from mcp_hub.access import EVERYONE, Caller
-from mcp_hub.config import load_config
-from mcp_hub.downstream.prepared_lists import PreparedLists, serialize_result
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.downstream.lists.prepared import PreparedLists, serialize_result
+from mcp_hub.hub.access import EVERYONE, Caller
+from mcp_hub.hub.core import Hub
 from tests.hubtest import echo_server_toml, write_config
 
 pytestmark = pytest.mark.anyio
@@ -124,7 +124,7 @@ async def test_a_burst_of_lists_after_a_change_is_one_preparation(hub: Hub) -> N
 
 async def test_the_digest_and_the_list_share_one_walk_of_the_definitions(
         hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_hub.tool_listing import ToolListing
+    from mcp_hub.hub.tool_listing import ToolListing
 
     walks: list[object] = []
     real = ToolListing.definition_steps

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_hub import prespawn
+from mcp_hub.upstream.stdio import prespawn
 from tests.hubtest import ROOT, echo_server_toml, http_hub, http_session, write_config
 
 pytestmark = pytest.mark.anyio

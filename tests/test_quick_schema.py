@@ -1,6 +1,6 @@
 """The quick argument check never says yes where jsonschema says no.
 
-:func:`mcp_hub.quick_schema.quick_check` lets the pipeline skip ``jsonschema``
+:func:`mcp_hub.pipeline.quick_schema.quick_check` lets the pipeline skip ``jsonschema``
 for arguments it vouches for, so it must be sound: for every schema it compiles
 and every instance, a True must match a valid instance. Hypothesis draws flat
 schemas (the shape it compiles) and arbitrary JSON arguments.
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema.validators import validator_for
 
-from mcp_hub.quick_schema import quick_check
+from mcp_hub.pipeline.quick_schema import quick_check
 
 TYPES = ["integer", "number", "string", "boolean", "null", "object", "array"]
 NAMES = ["a", "b", "c"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hub.config import parse_config
+from mcp_hub.config.model import parse_config
 from mcp_hub.errors import ConfigError
 from mcp_hub.redact import REDACTED, own, redact
 

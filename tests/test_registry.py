@@ -12,9 +12,10 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-from mcp_hub import registry as registry_module
-from mcp_hub.frozen import freeze
-from mcp_hub.registry import (
+from mcp_hub.registry import tool_registry as registry_module
+from mcp_hub.registry.frozen import freeze
+from mcp_hub.registry.results import sanitize_tool_error
+from mcp_hub.registry.tool_registry import (
     FrozenDict,
     FrozenList,
     ToolEntry,
@@ -24,7 +25,6 @@ from mcp_hub.registry import (
     tool_error,
     tool_result,
 )
-from mcp_hub.tool_results import sanitize_tool_error
 
 pytestmark = pytest.mark.anyio
 
@@ -134,7 +134,7 @@ def test_upstream_tool_overwrites_another_upstream_tool_with_a_debug_log(
 ) -> None:
     reg = ToolRegistry()
     reg.register("a", "mcp-one", schema(), handler)
-    with caplog.at_level(logging.DEBUG, logger="mcp_hub.registry"):
+    with caplog.at_level(logging.DEBUG, logger="mcp_hub.registry.tool_registry"):
         assert reg.register("a", "mcp-two", schema(), handler)
     assert reg.get_entry("a").toolset == "mcp-two"  # type: ignore[union-attr]
     assert any(r.levelno == logging.DEBUG and "MCP over MCP" in r.message for r in caplog.records)
@@ -144,7 +144,7 @@ def test_upstream_tool_overwrites_another_upstream_tool_with_a_debug_log(
 def test_builtin_name_is_protected_from_upstream_tool(caplog: pytest.LogCaptureFixture) -> None:
     reg = ToolRegistry()
     reg.register("read_file", "file", schema(), handler)
-    with caplog.at_level(logging.ERROR, logger="mcp_hub.registry"):
+    with caplog.at_level(logging.ERROR, logger="mcp_hub.registry.tool_registry"):
         assert reg.register("read_file", "mcp-fs", schema(), handler) is False
     assert reg.get_entry("read_file").toolset == "file"  # type: ignore[union-attr]
     assert any(r.levelno == logging.ERROR and "REJECTED" in r.message for r in caplog.records)

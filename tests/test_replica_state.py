@@ -14,8 +14,8 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_hub.downstream.sealed_session import SessionSealer
-from mcp_hub.pins_redis import RedisPinStore
+from mcp_hub.downstream.replicas.sealed_session import SessionSealer
+from mcp_hub.pins.redis_store import RedisPinStore
 from mcp_hub.state import EmbeddedState, StateBackend, StateUnavailable, open_state
 from mcp_hub.state.redis_backend import RedisState
 from tests.hubtest import echo_server_toml, http_hub

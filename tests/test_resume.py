@@ -21,7 +21,7 @@ import httpx2
 import pytest
 from mcp.types import JSONRPCMessage, JSONRPCNotification
 
-from mcp_hub.downstream.event_store import BoundedEventStore
+from mcp_hub.downstream.http.event_store import BoundedEventStore
 from tests.fixtures_upstream import FIXTURES, PY, toml_str
 from tests.hubtest import http_hub
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline.context import CallContext
 from tests.hubtest import echo_server_toml, write_config
 
 pytestmark = pytest.mark.anyio

@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline.context import CallContext
 from tests.hubtest import PY, ROOT, write_config
 
 try:

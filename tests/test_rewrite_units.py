@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from mcp.types import CallToolResult
 
-from mcp_hub.access import AccessControl, Caller
-from mcp_hub.config import parse_config
+from mcp_hub.config.model import parse_config
 from mcp_hub.errors import ConfigError, UnknownToolError
-from mcp_hub.frozen import FrozenDict
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.hub.access import AccessControl, Caller
+from mcp_hub.registry.frozen import FrozenDict
+from mcp_hub.registry.tool_registry import ToolRegistry
 from mcp_hub.rewrite.profiles import ProfileRewrites, stacked
 from mcp_hub.rewrite.settings import ToolRewrite
 from mcp_hub.rewrite.tool import ArgumentPlan, Refused, rewrite_definition
@@ -104,9 +104,9 @@ async def test_a_per_user_servers_catalog_is_rewritten_and_its_calls_too() -> No
     """A per-user server (each identity's own session) gets the same server-level rewrites."""
     from mcp.types import Tool
 
-    from mcp_hub.config import HubSettings, ServerConfig
-    from mcp_hub.context import CallContext
-    from mcp_hub.registry import ToolRegistry
+    from mcp_hub.config.model import HubSettings, ServerConfig
+    from mcp_hub.pipeline.context import CallContext
+    from mcp_hub.registry.tool_registry import ToolRegistry
     from mcp_hub.upstream.peruser.catalog import PerUserCatalog
 
     server = ServerConfig.model_validate({

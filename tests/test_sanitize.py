@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_hub.sanitize import (
+from mcp_hub.registry.sanitize import (
     clean_description,
     clean_tool_definition,
     hidden_characters,

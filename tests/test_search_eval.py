@@ -11,7 +11,7 @@ from bench.search_eval.run import (
     load_queries,
     token_report,
 )
-from mcp_hub.tool_search import SearchIndex
+from mcp_hub.search.tool_search import SearchIndex
 
 
 def test_recall_at_5_on_the_labelled_queries_stays_at_least_0_90_and_above_plain_bm25() -> None:

@@ -19,15 +19,15 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_hub.config import load_config
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.core import Hub
 from mcp_hub.search.embedding_cache import VectorStore
 from mcp_hub.search.encoder import DEFAULT_MODEL
 from mcp_hub.search.fusion import FusionWeights
 from mcp_hub.search.grouping import group_matches
 from mcp_hub.search.ranking import Match, SearchIndex, ToolDoc
 from mcp_hub.search.semantic import HybridIndex, SemanticEngine, engine_for
-from mcp_hub.tool_search import ToolSearchBridge, ToolSearchSettings
+from mcp_hub.search.tool_search import ToolSearchBridge, ToolSearchSettings
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_hub.search.ranking import short_description
+from mcp_hub.search.tool_search import IndexCache, SearchIndex, ToolDoc
 from mcp_hub.search.vocabulary import name_tokens, tokenize
-from mcp_hub.tool_search import IndexCache, SearchIndex, ToolDoc
 
 
 def doc(name: str, description: str = "", server: str = "srv", **schema: Any) -> ToolDoc:

@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from mcp_hub.cli import main, snippet
+from mcp_hub.cli.main import main, snippet
 from tests.fixtures_upstream import FIXTURES
 from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, http_session, hub_env, stdio_hub, write_config
 

@@ -20,13 +20,13 @@ import anyio
 import pytest
 
 from bench.catalog_server import real_tools
-from mcp_hub.access import EVERYONE
-from mcp_hub.config import load_config
+from mcp_hub.config.model import load_config
 from mcp_hub.downstream.heap_watch import catalog_fingerprint, keep_heap_settled
-from mcp_hub.downstream.list_fragments import SWEEP_SLACK
-from mcp_hub.downstream.prepared_lists import PreparedLists
-from mcp_hub.hub import Hub
-from mcp_hub.settled_heap import SettledHeap, SettleWatch, settled_heap
+from mcp_hub.downstream.lists.fragments import SWEEP_SLACK
+from mcp_hub.downstream.lists.prepared import PreparedLists
+from mcp_hub.hub.access import EVERYONE
+from mcp_hub.hub.core import Hub
+from mcp_hub.plumbing.settled_heap import SettledHeap, SettleWatch, settled_heap
 from tests.hubtest import write_config
 from tests.test_list_fragments import register
 

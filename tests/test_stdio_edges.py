@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcp_hub import prespawn
+from mcp_hub.upstream.stdio import prespawn
 from tests.hubtest import PY, ROOT, echo_server_toml, hub_env, write_config
 
 pytestmark = pytest.mark.anyio
@@ -219,7 +219,7 @@ def test_eof_with_a_call_in_flight_answers_connection_closed_promptly(raw_hub: A
 def test_stdio_server_leaves_fd0_and_fd1_blocking() -> None:
     script = textwrap.dedent("""
         import os, sys, anyio
-        from mcp_hub.downstream.stdio import stdio_server
+        from mcp_hub.downstream.stdio.transport import stdio_server
         r0, w0 = os.pipe(); r1, w1 = os.pipe()
         os.dup2(r0, 0); os.dup2(w1, 1); os.close(r0); os.close(w1)
         os.write(w0, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\\n'); os.close(w0)
@@ -254,8 +254,8 @@ def test_prespawn_does_not_start_a_server_whose_args_use_dollar_escapes(tmp_path
 
 
 async def _reload_after_writing(tmp_path: Path, content: bytes) -> tuple[bool | BaseException, Any, Any]:
-    from mcp_hub.config import load_config
-    from mcp_hub.hub import Hub
+    from mcp_hub.config.model import load_config
+    from mcp_hub.hub.core import Hub
 
     path = tmp_path / "servers.toml"
     path.write_text("[hub]\nwatch_config = false\n")

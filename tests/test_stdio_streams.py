@@ -16,8 +16,8 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.shared.message import SessionMessage
 
-from mcp_hub.upstream.stdio_read import StdoutReadStream
-from mcp_hub.upstream.stdio_write import StdinWriteStream, encode
+from mcp_hub.upstream.stdio.reader import StdoutReadStream
+from mcp_hub.upstream.stdio.writer import StdinWriteStream, encode
 
 pytestmark = pytest.mark.anyio
 

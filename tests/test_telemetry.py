@@ -23,9 +23,9 @@ import anyio
 import pytest
 from mcp.types import TextContent
 
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline.context import CallContext
 from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, http_session, stdio_hub, write_config
 
 try:

@@ -20,9 +20,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         raise
     pytest.skip(f"needs the otel extra (pip install -e '.[dev]'): {exc}", allow_module_level=True)
 
-from mcp_hub.config import load_config
-from mcp_hub.context import CallContext
-from mcp_hub.hub import Hub
+from mcp_hub.config.model import load_config
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.telemetry import durations
 from mcp_hub.telemetry.durations import DurationHistogram, with_durations
 from mcp_hub.telemetry.providers import DURATION_BUCKETS

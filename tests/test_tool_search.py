@@ -10,10 +10,10 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from mcp_hub.pipeline import handle_function_call
-from mcp_hub.plugins import HookManager
-from mcp_hub.registry import ToolRegistry
-from mcp_hub.tool_search import (
+from mcp_hub.pipeline.calls import handle_function_call
+from mcp_hub.pipeline.plugins import HookManager
+from mcp_hub.registry.tool_registry import ToolRegistry
+from mcp_hub.search.tool_search import (
     BRIDGE_NAMES,
     ToolSearchBridge,
     ToolSearchSettings,

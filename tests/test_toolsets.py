@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mcp_hub import toolsets
-from mcp_hub.registry import ToolRegistry
-from mcp_hub.toolsets import (
+from mcp_hub.registry import toolsets
+from mcp_hub.registry.tool_registry import ToolRegistry
+from mcp_hub.registry.toolsets import (
     TOOLSETS,
     register_composite,
     resolve_profile,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from mcp_hub.config import parse_config
-from mcp_hub.hub import Hub
-from mcp_hub.toolsets import TOOLSETS
+from mcp_hub.config.model import parse_config
+from mcp_hub.hub.core import Hub
+from mcp_hub.registry.toolsets import TOOLSETS
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +57,7 @@ roots = ["{root}"]
 
 
 async def test_each_hub_has_its_own_builtins_and_runtime_config(tmp_path: Any) -> None:
-    from mcp_hub.registry import registry as declared
+    from mcp_hub.registry.tool_registry import registry as declared
 
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "note.txt").write_text("from a")
@@ -108,7 +108,7 @@ async def test_each_hub_keeps_its_own_secrets_and_drops_them_when_closed() -> No
 async def test_processes_started_early_belong_to_the_first_hub_alone(tmp_path: Any) -> None:
     import sys
 
-    from mcp_hub import prespawn
+    from mcp_hub.upstream.stdio import prespawn
 
     path = tmp_path / "servers.toml"
     path.write_text(f'[servers.idle]\ncommand = "{sys.executable}"\n'

@@ -8,7 +8,7 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_hub.config import parse_config
+from mcp_hub.config.model import parse_config
 from mcp_hub.errors import ConfigError
 from tests.hubtest import echo_server_toml, http_hub, http_session, write_config
 

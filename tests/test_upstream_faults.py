@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream import ServerState
 from tests.fixtures_upstream import (
     ProgressSeen,

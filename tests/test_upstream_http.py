@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream import ServerState
 from tests.fixtures_upstream import free_port, http_upstream, is_state, running, text_of
 

@@ -15,9 +15,9 @@ from mcp.client.session import ClientSession
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 from mcp.shared.message import SessionMessage
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream import lean_call
-from mcp_hub.upstream.stdio_read import plain_response
+from mcp_hub.upstream.stdio.reader import plain_response
 from tests.fixtures_upstream import (
     ProgressSeen,
     echo_block,

@@ -16,7 +16,7 @@ import mcp.types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream.transports import INVALID_RESPONSE, _AnswerMalformedResponses
 from tests.fixtures_upstream import ROOT, running, text_of, toml_str
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcp_hub.config import parse_config
-from mcp_hub.context import CallContext
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.config.model import parse_config
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.registry.tool_registry import ToolRegistry
 from mcp_hub.upstream import ServerState, UpstreamManager, format_status_table
 from tests.fixtures_upstream import echo_block, is_state, text_of
 

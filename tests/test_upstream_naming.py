@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_hub.context import CallContext
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.registry.tool_registry import ToolRegistry
 from mcp_hub.upstream import ServerState, format_status_table
 from tests.fixtures_upstream import echo_block, running, text_of
 from tests.hubtest import stdio_hub

@@ -8,7 +8,7 @@ import anyio
 import mcp.types as types
 import pytest
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from tests.fixtures_upstream import echo_block, running, script_block, text_of
 
 pytestmark = pytest.mark.anyio

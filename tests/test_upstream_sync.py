@@ -7,7 +7,7 @@ import mcp.types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream import ServerState
 from tests.fixtures_upstream import RecordingRegistry, echo_block, running, text_of
 

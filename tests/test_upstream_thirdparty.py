@@ -9,7 +9,7 @@ import anyio
 import mcp.types as types
 import pytest
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream import ServerState
 from tests.fixtures_upstream import PY, ROOT, running, text_of, toml_str
 

@@ -9,7 +9,7 @@ much CPU the loop's thread used meanwhile (on a loaded machine the lag also
 counts the time the process waited for a core; the CPU does not). Every garbage
 collection of the oldest generation, and every younger one that took over a
 millisecond, is appended as "<unix time> <generation> <ms> <hub|auto> <cpu ms>" to
-``<file>.gc.<pid>`` ("hub": run by :mod:`mcp_hub.settled_heap`): a collection
+``<file>.gc.<pid>`` ("hub": run by :mod:`mcp_hub.plumbing.settled_heap`): a collection
 holds the loop for its whole length, and no slicing can split it. Nothing happens without the variable.
 """
 
@@ -58,7 +58,7 @@ if _PATH:
         took = time.perf_counter() - _GC_STARTED[0]
         cpu = time.thread_time() - _GC_STARTED[1]
         if info["generation"] == 2 or took > 0.001:
-            heap = getattr(sys.modules.get("mcp_hub.settled_heap"), "_HEAP", None)
+            heap = getattr(sys.modules.get("mcp_hub.plumbing.settled_heap"), "_HEAP", None)
             by = "hub" if getattr(heap, "_ours", False) else "auto"  # a settle, or the collector's own
             _GC_OUT.write(f"{time.time():.4f} {info['generation']} {took * 1e3:.3f} {by} {cpu * 1e3:.3f}\n")
 

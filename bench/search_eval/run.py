@@ -24,8 +24,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from mcp_hub.naming import exposed_name
-from mcp_hub.tool_search import (
+from mcp_hub.registry.naming import exposed_name
+from mcp_hub.search.tool_search import (
     DEFAULT_WEIGHTS,
     RankingWeights,
     SearchIndex,

@@ -30,7 +30,7 @@ from bench.search_eval.run import (
     load_queries,
     select,
 )
-from mcp_hub.tool_search import DEFAULT_WEIGHTS, RankingWeights, SearchIndex, ToolDoc
+from mcp_hub.search.tool_search import DEFAULT_WEIGHTS, RankingWeights, SearchIndex, ToolDoc
 
 GRID: dict[str, tuple[float, ...]] = {
     "name": (1.0, 2.0, 3.0, 4.0, 6.0, 8.0),

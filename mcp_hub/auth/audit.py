@@ -166,8 +166,8 @@ def audit_fields(caller: Any, call: Any, tool: str, server: str, status: str, kn
                  seconds: float, arguments: Mapping[str, Any] | None, result: Any) -> dict[str, Any]:
     """The fields of :meth:`AuditLog.call` for one finished call of the hub.
 
-    ``caller`` is a :class:`~mcp_hub.access.Caller`, ``call`` a
-    :class:`~mcp_hub.context.CallContext`. A name that exists but that the caller
+    ``caller`` is a :class:`~mcp_hub.hub.access.Caller`, ``call`` a
+    :class:`~mcp_hub.pipeline.context.CallContext`. A name that exists but that the caller
     may not reach failed as "unknown" to the caller; the audit line says ``denied``.
     """
     session = getattr(call, "session", None)

@@ -4,7 +4,7 @@ An :class:`Identity` comes from a static token (``token:NAME``), a verified JWT
 or an introspection answer. Its :attr:`~Identity.attributes` are the strings
 ``[[access]]`` rules match (``sub:alice``, ``email:alice@example.com``, ``scope:mcp.read``,
 ``group:ops``, ``client:vscode``, ``token:ci``); they travel on the
-:class:`~mcp_hub.access.Caller`, so the one enforcement point decides.
+:class:`~mcp_hub.hub.access.Caller`, so the one enforcement point decides.
 
 An OAuth identity must be named by its token: the claim ``[auth] principal_claim``
 (``sub`` by default) must hold a non-empty string. A token without it raises

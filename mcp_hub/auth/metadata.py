@@ -9,7 +9,7 @@ slash if the client used one — because clients compare the two as strings.
 
 These documents are the only place the request's ``Host`` (and, from a trusted
 proxy, ``X-Forwarded-Host``/``-Proto``, applied to the scope by
-:mod:`mcp_hub.downstream.forwarded`) is used, and only without ``public_url``: the
+:mod:`mcp_hub.downstream.http.forwarded`) is used, and only without ``public_url``: the
 audience a token must carry comes from the config alone.
 """
 

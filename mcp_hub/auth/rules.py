@@ -1,7 +1,7 @@
 """``[[access]]`` rules: the first rule whose ``match`` fits an identity decides.
 
 Pure functions over the config models, so the enforcement point
-(:mod:`mcp_hub.access`) and the HTTP guard (an identity no rule admits gets 403)
+(:mod:`mcp_hub.hub.access`) and the HTTP guard (an identity no rule admits gets 403)
 agree, and a reloaded config applies to the next request.
 """
 

@@ -1,7 +1,7 @@
 """Config models of ``[auth]``, ``[[access]]``, ``[audit]`` and named static tokens.
 
-Kept apart from :mod:`mcp_hub.config` so that everything about signing in reads
-in one place; :mod:`mcp_hub.config` only hooks these models into the file.
+Kept apart from :mod:`mcp_hub.config.model` so that everything about signing in reads
+in one place; :mod:`mcp_hub.config.model` only hooks these models into the file.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class AccessRule(_Model):
     the identity reaches everything. The first matching rule decides. ``admin``
     opens the full operations views (``/status.json``, the status page, ``/metrics``):
     every server, every identity's counters; without it an identity sees only what
-    its profile reaches and its own counters (:class:`mcp_hub.access.OpsView`).
+    its profile reaches and its own counters (:class:`mcp_hub.hub.access.OpsView`).
     """
 
     match: str

@@ -1,4 +1,4 @@
-"""The one :class:`~mcp_hub.context.CallContext` of the serving side, for every transport.
+"""The one :class:`~mcp_hub.pipeline.context.CallContext` of the serving side, for every transport.
 
 Everything an upstream asks for while a call runs — progress, log messages,
 sampling, elicitation, roots — goes back on the request that caused the call.
@@ -10,8 +10,8 @@ messages on one transport:
 * the SDK server (stdio, Streamable HTTP, SSE): :class:`SessionCallContext`,
   sent with ``related_request_id`` so on Streamable HTTP it rides that POST's
   response stream;
-* the stdio fast path (:mod:`mcp_hub.downstream.fastpath`) and the HTTP fast
-  path's channel (:mod:`mcp_hub.downstream.http_fast_channel`): both speak raw
+* the stdio fast path (:mod:`mcp_hub.downstream.stdio.fastpath`) and the HTTP fast
+  path's channel (:mod:`mcp_hub.downstream.http.fast_channel`): both speak raw
   JSON-RPC, so both derive from :class:`JsonRpcDownstream`, which turns the
   relay's messages into plain dicts and needs only ``notify`` and ``request``.
 
@@ -48,9 +48,9 @@ from mcp.types import (
 from pydantic import BaseModel
 
 from mcp_hub.compat.libs import request_connection
-from mcp_hub.context import CallContext
-from mcp_hub.hub_interface import ServingHub
-from mcp_hub.log_levels import LOG_LEVELS, below_level, client_log_level
+from mcp_hub.hub.interface import ServingHub
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.protocol.log_levels import LOG_LEVELS, below_level, client_log_level
 
 __all__ = ["LOG_LEVELS", "Downstream", "JsonRpcDownstream", "RelayCallContext",
            "SessionCallContext", "below_level", "connection_of"]

@@ -16,10 +16,10 @@ the same thing, and only what the hub really serves:
   ``completion/complete`` to the owner of the prompt or template);
 * ``tasks`` (2025-11-25: task-augmented ``tools/call``, ``tasks/list``, ``tasks/cancel``)
   when at least one upstream runs tool calls as tasks (the hub routes every
-  ``tasks/*`` request to the upstream that owns the task: :mod:`mcp_hub.tasks`);
+  ``tasks/*`` request to the upstream that owns the task: :mod:`mcp_hub.protocol.tasks`);
 * ``listChanged`` on every list the hub advertises: it forwards every change;
 * ``extensions``: each extension the hub passes on
-  (:data:`mcp_hub.apps.RELAYED_EXTENSIONS`, MCP Apps) that at least one usable
+  (:data:`mcp_hub.protocol.apps.RELAYED_EXTENSIONS`, MCP Apps) that at least one usable
   upstream advertises, with the settings of the first such upstream in file
   order (:func:`upstream_extensions`). Extensions the hub does not pass on are
   never advertised, whoever offers them.
@@ -42,7 +42,7 @@ from typing import Any
 from mcp import types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from mcp_hub.apps import RELAYED_EXTENSIONS, UI_EXTENSION, UI_SCHEME
+from mcp_hub.protocol.apps import RELAYED_EXTENSIONS, UI_EXTENSION, UI_SCHEME
 
 __all__ = ["DiscoverAfterStartup", "merge_upstreams", "upstream_extensions", "upstream_features"]
 

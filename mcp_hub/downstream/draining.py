@@ -1,7 +1,7 @@
 """Draining on SIGTERM for the transports: the stop signal and the HTTP 503s.
 
 :func:`drain_on_signals` waits for SIGTERM or SIGINT, runs the hub's drain
-(:mod:`mcp_hub.drain`), then stops the transport; a second signal cuts the
+(:mod:`mcp_hub.hub.drain`), then stops the transport; a second signal cuts the
 drain period short. :class:`DrainGuard` is the HTTP side: every POST is counted
 as in flight until its answer has been sent, and while the hub drains a new
 JSON-RPC request (a POST carrying a request, a new ``GET /mcp`` or ``GET /sse``
@@ -22,8 +22,8 @@ import anyio
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_hub.downstream.asgi_body import request_body
-from mcp_hub.drain import Drain
+from mcp_hub.downstream.http.body import request_body
+from mcp_hub.hub.drain import Drain
 
 __all__ = ["DrainGuard", "drain_on_signals"]
 

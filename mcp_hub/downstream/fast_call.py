@@ -20,9 +20,9 @@ import pydantic_core
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 
-from mcp_hub.access import Caller
-from mcp_hub.context import CallContext
-from mcp_hub.hub_interface import ServingHub
+from mcp_hub.hub.access import Caller
+from mcp_hub.hub.interface import ServingHub
+from mcp_hub.pipeline.context import CallContext
 
 __all__ = ["call_message", "encode_message", "error_message"]
 

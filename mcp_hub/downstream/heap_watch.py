@@ -1,4 +1,4 @@
-"""The runners' hook for :mod:`mcp_hub.settled_heap`: settle the heap once the catalog stops changing.
+"""The runners' hook for :mod:`mcp_hub.plumbing.settled_heap`: settle the heap once the catalog stops changing.
 
 What makes long-lived objects in a hub is its catalog: upstream tools arriving
 or changing (the registry's generation), prompts and resources (the session
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from mcp_hub.downstream.prepared_lists import prepared_lists
-from mcp_hub.hub_interface import ServingHub
-from mcp_hub.settled_heap import SettleWatch
+from mcp_hub.downstream.lists.prepared import prepared_lists
+from mcp_hub.hub.interface import ServingHub
+from mcp_hub.plumbing.settled_heap import SettleWatch
 
 __all__ = ["catalog_fingerprint", "keep_heap_settled"]
 

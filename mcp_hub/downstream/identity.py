@@ -1,10 +1,10 @@
-"""The signed-in identity of an HTTP request, as the :class:`~mcp_hub.access.Caller` of a handler.
+"""The signed-in identity of an HTTP request, as the :class:`~mcp_hub.hub.access.Caller` of a handler.
 
 The HTTP guard authenticates each request (:mod:`mcp_hub.auth.authenticator`) and
 stores the :class:`~mcp_hub.auth.identity.Identity` on the ASGI scope. The SDK
 hands every handler the HTTP request its message arrived on (``ctx.request``, on
 Streamable HTTP and SSE alike), so :func:`caller_for` reads the identity there
-and every check in :mod:`mcp_hub.access` sees who is asking.
+and every check in :mod:`mcp_hub.hub.access` sees who is asking.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mcp_hub.access import Caller
 from mcp_hub.auth.authenticator import Authenticator
 from mcp_hub.auth.identity import Identity
-from mcp_hub.config import HttpConfig
-from mcp_hub.hub_interface import ServingHub
+from mcp_hub.config.model import HttpConfig
+from mcp_hub.hub.access import Caller
+from mcp_hub.hub.interface import ServingHub
 
 __all__ = ["IDENTITY_KEY", "build_authenticator", "caller_for", "scope_caller"]
 
@@ -43,7 +43,7 @@ def build_authenticator(hub: ServingHub, http: HttpConfig) -> Authenticator:
     """The authenticator of the HTTP hub; rules and profiles are read from the live config.
 
     With ``[auth]`` the config names the hub's URL (``public_url`` or ``audience``;
-    :class:`~mcp_hub.config.HubConfig` refuses a file without either): the Host
+    :class:`~mcp_hub.config.model.HubConfig` refuses a file without either): the Host
     header is the client's to choose, so it never decides which tokens are accepted.
     """
     config = hub.config

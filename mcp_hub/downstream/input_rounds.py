@@ -53,10 +53,10 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from mcp_hub.context import INPUT_KEY
 from mcp_hub.downstream.call_context import SessionCallContext
 from mcp_hub.eras.held import HeldRounds, Round, RoundsFull, owner_of
-from mcp_hub.hub_interface import ServingHub
+from mcp_hub.hub.interface import ServingHub
+from mcp_hub.pipeline.context import INPUT_KEY
 
 __all__ = ["RoundCallContext", "install_state_boundary", "resume_for_replica",
            "run_with_rounds", "wants_rounds"]

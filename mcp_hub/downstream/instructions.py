@@ -23,8 +23,8 @@ from typing import Any
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCRequest
 
-from mcp_hub.diagnosis import problem
-from mcp_hub.hub_interface import ServingHub
+from mcp_hub.hub.diagnosis import problem
+from mcp_hub.hub.interface import ServingHub
 
 __all__ = ["BASE_INSTRUCTIONS", "FirstRequestGate", "hub_instructions"]
 

@@ -18,23 +18,24 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcp_hub import compat, runtime
+from mcp_hub import compat
 from mcp_hub.compat import hooks
-from mcp_hub.config import HubConfig
+from mcp_hub.config.model import HubConfig
 from mcp_hub.downstream.draining import drain_on_signals
-from mcp_hub.downstream.fastpath import StdioFastPath
 from mcp_hub.downstream.heap_watch import keep_heap_settled
 from mcp_hub.downstream.instructions import FirstRequestGate, hub_instructions
 from mcp_hub.downstream.server import build_server
-from mcp_hub.downstream.stdio import stdio_server
+from mcp_hub.downstream.stdio.fastpath import StdioFastPath
+from mcp_hub.downstream.stdio.transport import stdio_server
 from mcp_hub.errors import ConfigError
-from mcp_hub.hub import Hub
+from mcp_hub.hub.core import Hub
+from mcp_hub.pipeline import runtime
 
 __all__ = ["serve_http", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
-#: After the drain (mcp_hub.drain), how long uvicorn waits for connections still open.
+#: After the drain (mcp_hub.hub.drain), how long uvicorn waits for connections still open.
 GRACEFUL_SECONDS = 2
 
 
@@ -144,8 +145,8 @@ async def serve_http(
     actual_port = sock.getsockname()[1]
     import uvicorn
 
-    from mcp_hub.downstream.http import build_app, describe_endpoints
-    from mcp_hub.downstream.http_limits import ConnectionLimits, limited_protocol
+    from mcp_hub.downstream.http.app import build_app, describe_endpoints
+    from mcp_hub.downstream.http.limits import ConnectionLimits, limited_protocol
 
     async with Hub(config) as hub:
         hub.runtime.listener = listener
@@ -165,7 +166,7 @@ async def serve_http(
             f"(SSE: {endpoints['sse']}, status: {endpoints['status']})",
             file=sys.stderr, flush=True,
         )
-        from mcp_hub.launch import connect_hint
+        from mcp_hub.clients.launch import connect_hint
 
         for line in connect_hint(endpoints["streamable_http"], config.source, tokens=bool(tokens)):
             print(line, file=sys.stderr, flush=True)

@@ -17,7 +17,6 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_hub.access import Caller, remember_caller
 from mcp_hub.compat.sdk_modules import SdkOtelMiddleware
 from mcp_hub.downstream.call_context import SessionCallContext, connection_of
 from mcp_hub.downstream.capabilities import (
@@ -29,10 +28,11 @@ from mcp_hub.downstream.capabilities import (
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions
-from mcp_hub.downstream.replica_sessions import remember_level, remember_subscription
+from mcp_hub.downstream.replicas.sessions import remember_level, remember_subscription
 from mcp_hub.downstream.visibility import CallerListen, ToolsDigest, uses_server
-from mcp_hub.hub_interface import ServingHub
-from mcp_hub.list_freshness import hint_fields
+from mcp_hub.hub.access import Caller, remember_caller
+from mcp_hub.hub.interface import ServingHub
+from mcp_hub.hub.list_freshness import hint_fields
 from mcp_hub.telemetry.middleware import RequestSpans
 
 __all__ = ["HubServer", "build_server"]
@@ -116,7 +116,7 @@ class _Handlers:
         conn = _track(hub, ctx, self.who(ctx))
         # Hub.call_tool applies the start-up rules (no wait for a registered tool).
         # Over Streamable HTTP, a call whose answer cannot be delivered any more is
-        # cancelled (mcp_hub.downstream.resume). A 2026-07-28 client's call may span
+        # cancelled (mcp_hub.downstream.http.resume). A 2026-07-28 client's call may span
         # input rounds (mcp_hub.downstream.input_rounds).
         with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
             return await run_with_rounds(
@@ -137,7 +137,7 @@ class _Handlers:
 
     async def call_task(self, ctx: Ctx) -> dict[str, Any]:
         """A task-augmented ``tools/call``: the pipeline as for any call, the upstream's
-        task under the hub's own id (mcp_hub.tasks)."""
+        task under the hub's own id (mcp_hub.protocol.tasks)."""
         params = types.CallToolRequestParams.model_validate(ctx.params or {}, by_name=False)
         assert params.task is not None
         hub = self.hub
@@ -295,7 +295,7 @@ def build_server(hub: ServingHub, profile: str | None = None) -> HubServer:
     install_state_boundary(server, hub.rounds.ttl, hub.config.hub.http.session_secret)
     server.middleware.append(DiscoverAfterStartup(hub.wait_lists))
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, h.set_level)
-    # 2025-11-25 tasks (mcp_hub.tasks): a task-augmented tools/call is answered before the
+    # 2025-11-25 tasks (mcp_hub.protocol.tasks): a task-augmented tools/call is answered before the
     # SDK's tools/call result check, which knows no CreateTaskResult.
     server.middleware.append(TaskCalls(h.call_task))
     server.add_request_handler("tasks/get", types.GetTaskRequestParams, h.task_request)

@@ -23,11 +23,11 @@ from mcp.server.subscriptions import ListenHandler, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
 
-from mcp_hub.access import AccessControl, Caller, caller_of_state, remember_caller
 from mcp_hub.downstream.identity import caller_for
-from mcp_hub.downstream.list_fragments import Slicer
+from mcp_hub.downstream.lists.fragments import Slicer
 from mcp_hub.errors import HubError
-from mcp_hub.hub_interface import ServingHub
+from mcp_hub.hub.access import AccessControl, Caller, caller_of_state, remember_caller
+from mcp_hub.hub.interface import ServingHub
 
 __all__ = ["CallerBus", "CallerListen", "ResourceWatch", "ToolsDigest", "remember_caller",
            "uses_server"]

@@ -13,7 +13,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mcp_hub.naming import exposed_name
+from mcp_hub.registry.naming import exposed_name
 from mcp_hub.rewrite.settings import ToolRewrite
 from mcp_hub.rewrite.tool import rewrite_definition
 

@@ -8,7 +8,7 @@ shows it) and turns a call of the profile's view back into the server-level one
 see it; the server-level rewrite then turns that into the upstream's own call.
 
 A caller's profiles are the endpoint's and its identity's ``[[access]]`` rule's
-(:meth:`mcp_hub.access.AccessControl.profiles`); when they are two, their rules
+(:meth:`mcp_hub.hub.access.AccessControl.profiles`); when they are two, their rules
 are :func:`stacked` into one table, the rule's on top.
 """
 

@@ -1,6 +1,6 @@
 """``[servers.S.tools.T]`` and ``[profiles.P.tools.T]``: how one tool is rewritten.
 
-The models only; they import nothing of the project, so :mod:`mcp_hub.config`
+The models only; they import nothing of the project, so :mod:`mcp_hub.config.model`
 can use them. What the keys do is in :mod:`mcp_hub.rewrite.tool` and
 docs/rewriting.md.
 """

@@ -1,2 +1,2 @@
 """Progressive disclosure: ranking (``ranking``), exposure decision (``exposure``)
-and the bridge tools (``bridge``). :mod:`mcp_hub.tool_search` re-exports the API."""
+and the bridge tools (``bridge``). :mod:`mcp_hub.search.tool_search` re-exports the API."""

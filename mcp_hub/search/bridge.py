@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import anyio
 from mcp.types import CallToolResult, TextContent
 
-from mcp_hub.apps import is_app_only
+from mcp_hub.protocol.apps import is_app_only
 from mcp_hub.search.exposure import (
     BRIDGE_NAMES,
     MAX_DESCRIBE,

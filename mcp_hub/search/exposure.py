@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from mcp_hub.apps import is_ui_tool
-from mcp_hub.steps import STEP_ITEMS, Steps, run_steps
-from mcp_hub.tool_models import cacheable, definition_key
+from mcp_hub.protocol.apps import is_ui_tool
+from mcp_hub.registry.models import cacheable, definition_key
+from mcp_hub.registry.steps import STEP_ITEMS, Steps, run_steps
 
 __all__ = [
     "BRIDGE_NAMES",
@@ -179,7 +179,7 @@ def plan_exposure_steps(
     servers: Mapping[str, str],
     settings: SettingsLike,
 ) -> Steps[ExposurePlan]:
-    """:func:`plan_exposure` in steps of ``STEP_ITEMS`` definitions (:mod:`mcp_hub.steps`)."""
+    """:func:`plan_exposure` in steps of ``STEP_ITEMS`` definitions (:mod:`mcp_hub.registry.steps`)."""
     # The caller gets fresh top-level dicts; they are copied once, for the lists returned.
     deferred: list[Mapping[str, Any]] = []
     kept: list[Mapping[str, Any]] = []

@@ -5,7 +5,7 @@ agree on: session state that changes after ``initialize`` (log level, resource
 subscriptions), per-token rate-limit windows, and a message bus between
 replicas (cancels, answers to server-to-client requests, notifications for a
 GET stream another replica holds). Tool pins use the same choice of backend
-(:mod:`mcp_hub.pins_redis`).
+(:mod:`mcp_hub.pins.redis_store`).
 
 :func:`open_state` picks the backend from ``[state] url``: none (the default)
 gives :class:`~mcp_hub.state.embedded.EmbeddedState`, in-process and needing

@@ -2,7 +2,7 @@
 
 It holds what a single hub needs while it runs (session state, rate windows);
 the bus delivers to the process itself. Tool pins stay in ``<state dir>/pins.json``
-(:mod:`mcp_hub.pins`), which several processes on one machine already share.
+(:mod:`mcp_hub.pins.pinning`), which several processes on one machine already share.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ it for ``tools/call`` (from :meth:`Hub.call_tool`, so every transport and the
 bridge's ``tool_call`` share it), :meth:`Telemetry.request` for every other
 request (the SDK server's middleware, :mod:`mcp_hub.telemetry.middleware`, and
 the fast paths' lists). The span rides on the call's
-:class:`~mcp_hub.context.CallContext` (``call.trace``) and is the span in force
+:class:`~mcp_hub.pipeline.context.CallContext` (``call.trace``) and is the span in force
 (:data:`~mcp_hub.telemetry.record.CURRENT`) while the request runs:
 
 * each upstream request gets a CLIENT span (:func:`client_span`) whose W3C

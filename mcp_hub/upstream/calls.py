@@ -18,7 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.redact import redact
 from mcp_hub.telemetry import client_span, progress_event
 from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState

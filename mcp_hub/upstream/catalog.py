@@ -17,12 +17,12 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
-from mcp_hub.apps import namespaced_tool_meta
-from mcp_hub.context import CallContext
-from mcp_hub.naming import exposed_name
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.protocol.apps import namespaced_tool_meta
 from mcp_hub.redact import known_secrets
+from mcp_hub.registry.naming import exposed_name
+from mcp_hub.registry.sanitize import clean_description, clean_tool_definition
 from mcp_hub.rewrite.tool import ArgumentPlan, Refused, rewrite_definition
-from mcp_hub.sanitize import clean_description, clean_tool_definition
 from mcp_hub.upstream.calls import CallsMixin
 from mcp_hub.upstream.conn_state import Kind, ToolRecord
 from mcp_hub.upstream.failures import error_text
@@ -167,7 +167,7 @@ class CatalogMixin(CallsMixin):
             raw_def = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
             raw_def.pop("resultType", None)
             raw_defs[raw] = raw_def
-            # An app's resource is listed under this server's namespace (mcp_hub.apps).
+            # An app's resource is listed under this server's namespace (mcp_hub.protocol.apps).
             schema = namespaced_tool_meta(self.name, clean_tool_definition(raw_def))
             if rule is not None:
                 schema = rewrite_definition(schema, rule, known_secrets())

@@ -22,9 +22,9 @@ import mcp.types as types
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from mcp_hub.config import HubSettings, ServerConfig
-from mcp_hub.naming import is_upstream_toolset, upstream_toolset
-from mcp_hub.pins import PinStore
+from mcp_hub.config.model import HubSettings, ServerConfig
+from mcp_hub.pins.pinning import PinStore
+from mcp_hub.registry.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.rewrite.tool import ArgumentPlan
 from mcp_hub.upstream.in_flight import InFlightCall
 from mcp_hub.upstream.list_hints import ListHint
@@ -33,7 +33,7 @@ from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import TransportProbe
 
 if TYPE_CHECKING:
-    from mcp_hub.prespawn import AdoptEarly
+    from mcp_hub.upstream.stdio.prespawn import AdoptEarly
 
 __all__ = ["ConnectionHooks", "ConnectionState", "Kind", "ToolRecord"]
 
@@ -64,10 +64,10 @@ class ConnectionHooks:
     client_version: str = "0.1.0"
     #: Tool pins (trust on first use); None when pinning is unavailable.
     pins: PinStore | None = None
-    #: The hub's own answer to a ``roots/list`` no downstream call can take (mcp_hub.roots).
+    #: The hub's own answer to a ``roots/list`` no downstream call can take (mcp_hub.protocol.roots).
     roots: Callable[[], types.ListRootsResult] | None = None
     #: ``adopt_early(name, argv, env, cwd)``: the Hub's process started early for this
-    #: server, if it was started exactly so (mcp_hub.prespawn); None adopts nothing.
+    #: server, if it was started exactly so (mcp_hub.upstream.stdio.prespawn); None adopts nothing.
     adopt_early: AdoptEarly | None = None
     #: ``task_status(server, params)``: the upstream's ``notifications/tasks/status``.
     task_status: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None

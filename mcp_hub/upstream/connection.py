@@ -22,7 +22,7 @@ Per-call rules:
   while the server is (re)connecting waits for it (bounded) and is then sent.
 
 Server-to-client requests (sampling, elicitation, roots/list) and log messages
-from the upstream are routed to the :class:`~mcp_hub.context.CallContext` of the
+from the upstream are routed to the :class:`~mcp_hub.pipeline.context.CallContext` of the
 call that caused them. Over Streamable HTTP the SDK delivers them in the
 context of the request that caused them, so the routing is exact; on stdio and
 SSE the wire does not say, and the rule is: the most recent call in flight on
@@ -44,7 +44,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
-from mcp_hub.bursts import settle_burst
+from mcp_hub.plumbing.bursts import settle_burst
 from mcp_hub.redact import redact
 from mcp_hub.upstream.catalog import CatalogMixin
 from mcp_hub.upstream.conn_state import (

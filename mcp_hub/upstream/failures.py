@@ -15,7 +15,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from mcp_hub.config import ServerConfig
+from mcp_hub.config.model import ServerConfig
 from mcp_hub.errors import UpstreamError
 from mcp_hub.redact import redact
 from mcp_hub.upstream.transports import ConnectFailure, TransportProbe

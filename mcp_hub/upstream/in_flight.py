@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import anyio
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 
 __all__ = ["InFlightCall", "current_call"]
 

@@ -27,7 +27,7 @@ those three are narrowed to the ones its client declared, so an upstream that
 needs one the client lacks answers ``-32021`` (missing required client
 capability) itself, instead of asking a question nobody can answer.
 
-Extensions the same way (:data:`mcp_hub.apps.RELAYED_EXTENSIONS`, MCP Apps):
+Extensions the same way (:data:`mcp_hub.protocol.apps.RELAYED_EXTENSIONS`, MCP Apps):
 every upstream session declares, as a client, the extensions the hub passes on.
 On a 2026-07-28 session each downstream call's ``_meta`` then carries exactly
 the passed-on extensions *its* client declared, with that client's settings
@@ -52,7 +52,7 @@ from mcp.types import ClientCapabilities, RequestId
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_hub.apps import RELAYED_EXTENSIONS
+from mcp_hub.protocol.apps import RELAYED_EXTENSIONS
 
 __all__ = ["COMPLETE", "LenientDispatcher", "declaring", "upstream_session"]
 

@@ -11,7 +11,7 @@ authorization contexts (``cacheScope``). The hub honours that:
   (never more often than every ``MIN_REFRESH_SECONDS``), so the copy is never
   kept longer than the upstream allowed; a change found then reaches clients as
   any other change does (``list_changed``);
-* the hub's own lists carry hints derived from these (``mcp_hub.list_freshness``).
+* the hub's own lists carry hints derived from these (``mcp_hub.hub.list_freshness``).
 
 A ``ttlMs`` of 0 ("immediately stale") is not polled: such an upstream's changes
 reach the hub through ``subscriptions/listen`` only, and the hub says so to its own

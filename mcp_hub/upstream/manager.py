@@ -9,7 +9,7 @@ prompts, resources and resource templates are merged here:
 - resources keep their URIs; a URI offered by two servers belongs to the first
   in file order and the other server reports it in ``shadowed_resources``;
 - except app resources (MCP Apps): a ``ui://REST`` address of server ``S`` is
-  listed, read and watched as ``ui://S/REST`` (:mod:`mcp_hub.apps`), so two
+  listed, read and watched as ``ui://S/REST`` (:mod:`mcp_hub.protocol.apps`), so two
   servers' apps never collide; the server's tool definitions name it the same
   way (``_meta.ui.resourceUri``, rewritten in :mod:`mcp_hub.upstream.catalog`);
 - resource templates are listed as they are; a read of a URI no server listed is
@@ -36,18 +36,18 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from mcp_hub import __version__
-from mcp_hub.apps import UI_SCHEME, namespaced_ui, split_ui
-from mcp_hub.config import HubConfig, ServerConfig
-from mcp_hub.context import CallContext
+from mcp_hub.config.model import HubConfig, ServerConfig
 from mcp_hub.errors import resource_not_found
-from mcp_hub.naming import exposed_prompt_name, server_of_toolset
-from mcp_hub.pin_stores import open_pin_store
-from mcp_hub.pins import PinError, PinStore
-from mcp_hub.prespawn import AdoptEarly
+from mcp_hub.pins.pinning import PinError, PinStore
+from mcp_hub.pins.stores import open_pin_store
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.protocol.apps import UI_SCHEME, namespaced_ui, split_ui
 from mcp_hub.redact import add_secrets
+from mcp_hub.registry.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
 from mcp_hub.upstream.listening import confirm_watched, listens
 from mcp_hub.upstream.status import UpstreamStatus
+from mcp_hub.upstream.stdio.prespawn import AdoptEarly
 
 __all__ = ["UpstreamManager"]
 

@@ -11,7 +11,7 @@
 On a 2026-07-28 session a ``tools/call``, ``prompts/get`` or ``resources/read``
 may come back as an ``InputRequiredResult``. The hub resolves every round
 itself: each embedded request goes to the call's
-:class:`~mcp_hub.context.CallContext` — a real server-initiated request for a
+:class:`~mcp_hub.pipeline.context.CallContext` — a real server-initiated request for a
 2025 client, a hub-held input round for a 2026-07-28 client (under the hub's
 own sealed state) — and the call is re-sent with the answers and the
 upstream's state. The upstream's state never leaves the hub.
@@ -49,7 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from mcp_hub.compat.sdk_modules import negotiate_auto, run_input_required_driver
-from mcp_hub.context import INPUT_KEY, CallContext
+from mcp_hub.pipeline.context import INPUT_KEY, CallContext
 
 __all__ = [
     "Protocol", "is_modern", "keepalive_request", "open_session",

@@ -1,7 +1,7 @@
 """Server-to-client requests and notifications of one upstream, relayed downstream.
 
 Sampling, elicitation, roots/list and log messages from the upstream go to the
-:class:`~mcp_hub.context.CallContext` of the call that caused them. Over
+:class:`~mcp_hub.pipeline.context.CallContext` of the call that caused them. Over
 Streamable HTTP the SDK delivers them in the context of that request, so the
 routing is exact; on stdio and SSE the wire does not say, and the rule is: the
 most recent call in flight on that server whose downstream client has the
@@ -19,8 +19,8 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from mcp_hub.apps import namespaced_ui
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.protocol.apps import namespaced_ui
 from mcp_hub.telemetry import relay_span
 from mcp_hub.upstream.conn_state import ConnectionState
 from mcp_hub.upstream.failures import error_text
@@ -118,7 +118,7 @@ class RelaysMixin(ConnectionState):
         elif (isinstance(message, types.ResourceUpdatedNotification)
               and self.hooks.resource_updated is not None):
             # A 2025 session's notification, or a frame of a 2026-07-28 listen stream.
-            # An app address is announced as the hub lists it (mcp_hub.apps).
+            # An app address is announced as the hub lists it (mcp_hub.protocol.apps).
             await self.hooks.resource_updated(namespaced_ui(self.name, str(message.params.uri)))
 
 

@@ -41,18 +41,20 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from mcp_hub import commands, pdeathsig, prespawn
 from mcp_hub.compat.libs import process_transport
-from mcp_hub.config import ServerConfig
+from mcp_hub.config import commands
+from mcp_hub.config.model import ServerConfig
 from mcp_hub.errors import UpstreamError
-from mcp_hub.prespawn import INHERITED_ENV_VARS, AdoptEarly
+from mcp_hub.plumbing import pdeathsig
 from mcp_hub.redact import redact
-from mcp_hub.sanitize import clean_description
+from mcp_hub.registry.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth, watch_logout
 from mcp_hub.upstream.oauth.errors import login_hint
-from mcp_hub.upstream.stdio_read import StdoutReadStream, plain_response
-from mcp_hub.upstream.stdio_write import StdinWriteStream
+from mcp_hub.upstream.stdio import prespawn
+from mcp_hub.upstream.stdio.prespawn import INHERITED_ENV_VARS, AdoptEarly
+from mcp_hub.upstream.stdio.reader import StdoutReadStream, plain_response
+from mcp_hub.upstream.stdio.writer import StdinWriteStream
 
 __all__ = [
     "INHERITED_ENV_VARS",
@@ -108,7 +110,7 @@ class TransportProbe:
 
 def child_environment(config: ServerConfig, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a stdio child: the inherited allow-list plus the configured ``env``,
-    with the PATH of :mod:`mcp_hub.commands`."""
+    with the PATH of :mod:`mcp_hub.config.commands`."""
     return config.search_path.apply(prespawn.filtered_environment(config.env, base))
 
 

@@ -19,9 +19,9 @@ import anyio
 import anyio.abc
 import mcp.types as types
 
-from mcp_hub.config import HubConfig, parse_config
-from mcp_hub.context import CallContext
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.config.model import HubConfig, parse_config
+from mcp_hub.pipeline.context import CallContext
+from mcp_hub.registry.tool_registry import ToolRegistry
 from mcp_hub.upstream import ServerState, UpstreamManager
 
 ROOT = Path(__file__).resolve().parents[2]

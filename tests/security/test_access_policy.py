@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from mcp.shared.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
 
-from mcp_hub.access import EVERYONE, AccessControl, Caller
-from mcp_hub.config import parse_config
+from mcp_hub.config.model import parse_config
 from mcp_hub.downstream.visibility import CallerBus, remember_caller
-from mcp_hub.hub import Hub
-from mcp_hub.registry import ToolRegistry
-from mcp_hub.toolsets import register_composite, unregister_composite
+from mcp_hub.hub.access import EVERYONE, AccessControl, Caller
+from mcp_hub.hub.core import Hub
+from mcp_hub.registry.tool_registry import ToolRegistry
+from mcp_hub.registry.toolsets import register_composite, unregister_composite
 
 pytestmark = pytest.mark.anyio
 

@@ -1,7 +1,7 @@
 """One reader of request bodies, checked on the source.
 
 A request body is read once, bounded by ``[hub.http] max_body_bytes``, by
-:class:`mcp_hub.downstream.asgi_body.BodyLimit`; every other layer takes it from
+:class:`mcp_hub.downstream.http.body.BodyLimit`; every other layer takes it from
 the scope (``request_body``). A layer that read the ASGI messages itself could
 read without bound (a body of any size, behind any header). The scan reads every
 module of ``mcp_hub/`` with :mod:`ast` and fails naming the module, the line and
@@ -11,7 +11,7 @@ the function that reads a body another way:
   listed in :data:`RECEIVERS`;
 * a Starlette request's ``body()``, ``json()``, ``form()``, ``stream()`` or
   ``receive()``;
-* the ``"http.request"`` message type, outside :mod:`~mcp_hub.downstream.asgi_body`.
+* the ``"http.request"`` message type, outside :mod:`~mcp_hub.downstream.http.body`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ PACKAGE = ROOT / "mcp_hub"
 #: (module, function) allowed to call the ASGI ``receive``, and why.
 RECEIVERS = {
     # The one bounded reader, and the receive that replays what it read.
-    ("mcp_hub/downstream/asgi_body.py", "_read"),
-    ("mcp_hub/downstream/asgi_body.py", "replay"),
+    ("mcp_hub/downstream/http/body.py", "_read"),
+    ("mcp_hub/downstream/http/body.py", "replay"),
     # Waits for http.disconnect once the body has been read (and drops what comes).
-    ("mcp_hub/downstream/disconnects.py", "_wait_for_disconnect"),
+    ("mcp_hub/downstream/http/disconnects.py", "_wait_for_disconnect"),
 }
 #: Methods of a Starlette ``Request`` that read the body.
 REQUEST_READS = {"body", "json", "form", "stream", "receive"}
@@ -63,7 +63,7 @@ def stray_body_reads(root: Path = PACKAGE) -> list[str]:
                       and isinstance(func.value, ast.Name) and func.value.id in REQUEST_NAMES):
                     found.append(f"{where}: {func.value.id}.{func.attr}()")
             elif (isinstance(node, ast.Constant) and node.value == "http.request"
-                  and module != "mcp_hub/downstream/asgi_body.py"):
+                  and module != "mcp_hub/downstream/http/body.py"):
                 found.append(f"{where}: handles http.request messages")
     return found
 

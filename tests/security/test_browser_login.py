@@ -36,7 +36,7 @@ from mcp_hub.auth.browser import safe_next
 from mcp_hub.auth.cookies import FLOW, IDENTITY, SealedCookies
 from mcp_hub.auth.identity import Identity
 from mcp_hub.auth.settings import AccessRule
-from mcp_hub.config import load_config
+from mcp_hub.config.model import load_config
 from mcp_hub.upstream.oauth.attach import token_store
 from tests.auth_support import AuthServer, oauth_server
 from tests.hubtest import HttpHub, http_hub, http_session

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from mcp_hub.downstream.host_rules import HostRules, matches
+from mcp_hub.downstream.http.host_rules import HostRules, matches
 from tests.hubtest import PY, ROOT, HttpHub, hub_env, write_config
 from tests.test_stdio_edges import _RawHub
 

@@ -21,7 +21,7 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_hub.config import parse_config
+from mcp_hub.config.model import parse_config
 from mcp_hub.errors import ConfigError
 from tests.auth_support import AuthServer, oauth_server
 from tests.hubtest import HttpHub, echo_server_toml, http_hub, write_config

@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from mcp_hub.config import ServerConfig
+from mcp_hub.config.model import ServerConfig
 from mcp_hub.state import StateUnavailable
 from mcp_hub.upstream.oauth.kvstore import StateStore
 from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider

@@ -19,7 +19,7 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_hub.config import ServerConfig
+from mcp_hub.config.model import ServerConfig
 from mcp_hub.redact import add_secrets, redact
 from mcp_hub.upstream.lenient import upstream_session
 from mcp_hub.upstream.modern import open_session

@@ -33,7 +33,7 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 
-from mcp_hub.oauth_settings import OAuthSettings
+from mcp_hub.config.oauth import OAuthSettings
 from mcp_hub.upstream.oauth.errors import NeedsLogin, OAuthError
 from mcp_hub.upstream.oauth.tokens import TokenStore
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import mcp.types as types
 
-from mcp_hub.config import HubSettings, ServerConfig
-from mcp_hub.naming import exposed_name, upstream_toolset
+from mcp_hub.config.model import HubSettings, ServerConfig
 from mcp_hub.redact import known_secrets
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.registry.naming import exposed_name, upstream_toolset
+from mcp_hub.registry.sanitize import clean_tool_definition
+from mcp_hub.registry.tool_registry import ToolRegistry
 from mcp_hub.rewrite.tool import ArgumentPlan, rewrite_definition, with_plan
-from mcp_hub.sanitize import clean_tool_definition
 
 __all__ = ["CONNECT_TOOL", "PLACEHOLDER", "Handler", "PerUserCatalog"]
 

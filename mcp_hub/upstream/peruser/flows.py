@@ -34,7 +34,7 @@ from mcp.client.auth import PKCEParameters
 from mcp.client.auth.utils import validate_authorization_response_iss
 from mcp.shared.auth import AuthorizationCodeResult
 
-from mcp_hub.config import ServerConfig
+from mcp_hub.config.model import ServerConfig
 from mcp_hub.redact import redact
 from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.oauth.provider import HubOAuthProvider, LoginHandlers

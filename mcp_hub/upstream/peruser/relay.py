@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import mcp.types as types
 from mcp.shared.dispatcher import ProgressFnT
 
-from mcp_hub.context import CallContext
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.upstream.relay_order import RelayBarrier
 from mcp_hub.upstream.relays import cannot_relay, relayed
 

@@ -33,10 +33,10 @@ from mcp.client.session import ClientSession
 from mcp.shared.auth import AuthorizationCodeResult
 from mcp.shared.exceptions import UrlElicitationRequiredError
 
-from mcp_hub.config import HubConfig
-from mcp_hub.context import CallContext
+from mcp_hub.config.model import HubConfig
+from mcp_hub.pipeline.context import CallContext
 from mcp_hub.redact import add_secrets, redact
-from mcp_hub.registry import ToolRegistry
+from mcp_hub.registry.tool_registry import ToolRegistry
 from mcp_hub.state import EmbeddedState, StateBackend, StateUnavailable
 from mcp_hub.upstream.oauth.attach import DEFAULT_REDIRECT, token_store, watch_logout
 from mcp_hub.upstream.oauth.errors import OAuthError

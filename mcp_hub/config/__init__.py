@@ -1,0 +1,1 @@
+"""``servers.toml``: where it is, its typed models, and editing it in place."""

@@ -1,0 +1,1 @@
+"""List answers served from prepared, cached and compressed bytes."""

@@ -1,0 +1,1 @@
+"""Several hub replicas as one: sealed sessions, the replica bus, mirrored events."""

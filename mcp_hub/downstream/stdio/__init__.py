@@ -1,0 +1,1 @@
+"""The hub's own stdio server transport and its fast path."""

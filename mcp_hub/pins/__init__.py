@@ -1,0 +1,1 @@
+"""Tool pinning: trust on first use, fingerprints and diffs, and the stores pins live in."""

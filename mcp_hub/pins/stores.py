@@ -1,0 +1,28 @@
+"""Which pin store a config uses: the file under the state dir, or Redis.
+
+Kept apart from :mod:`mcp_hub.pins.pinning` (the store and its file) and
+:mod:`mcp_hub.pins.redis_store` (the Redis store, which needs the optional ``redis``
+package), so that neither imports the other's user and a file-only install never
+imports ``redis``.
+"""
+
+from __future__ import annotations
+
+from mcp_hub.config.model import HubConfig
+from mcp_hub.pins.pinning import PinStore, pins_path
+from mcp_hub.state import require_redis
+
+__all__ = ["open_pin_store"]
+
+
+def open_pin_store(config: HubConfig) -> PinStore:
+    """The pin store of ``config``: ``<state dir>/pins.json``, or Redis when ``[state] url``
+    names one, with the config's policies."""
+    policies = {n: s.pin_policy for n, s in config.servers.items()}
+    url = config.state.url
+    if url and url.startswith(("redis://", "rediss://", "unix://")):
+        require_redis()
+        from mcp_hub.pins.redis_store import RedisPinStore  # only with [state] url: needs redis
+
+        return RedisPinStore(url, policy=config.pins.policy, server_policies=policies)
+    return PinStore(pins_path(config), policy=config.pins.policy, server_policies=policies)

@@ -1,0 +1,1 @@
+"""The call pipeline: from ``tools/call`` to a handler, with coercion, hooks, plugins and the call context."""

@@ -1,0 +1,1 @@
+"""Small standard-library helpers with no knowledge of the hub: pipes, batching, debouncing, processes."""

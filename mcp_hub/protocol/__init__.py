@@ -1,0 +1,1 @@
+"""MCP facts every layer shares: log levels, roots, and the extensions (apps, tasks)."""

@@ -1,0 +1,1 @@
+"""The tool registry and the definitions it serves: what a tool is and which ones exist."""

@@ -1,0 +1,1 @@
+"""Stdio upstreams as processes: started early, read and written without threads."""
