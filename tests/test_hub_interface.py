@@ -24,7 +24,7 @@ from mcp_hub.pipeline.context import CallContext
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mcp_hub"
 DOWNSTREAM = PACKAGE / "downstream"
-INTERFACE = PACKAGE / "hub_interface.py"
+INTERFACE = PACKAGE / "hub/interface.py"
 
 
 def _is_any(annotation: ast.expr | None) -> bool:

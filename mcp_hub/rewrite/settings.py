@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["ArgumentRewrite", "ToolRewrite"]
 
-#: What a client accepts as a tool name (naming.py applies the prefix to server-level names).
+#: What a client accepts as a tool name (registry/naming.py applies the prefix to server-level names).
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 
