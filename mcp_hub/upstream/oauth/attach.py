@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 
 from mcp_hub.config import ServerConfig
-from mcp_hub.state import StateUnavailable
 from mcp_hub.oauth_settings import EXCHANGE_GRANTS
+from mcp_hub.state import StateUnavailable
 from mcp_hub.upstream.oauth.exchange import ExchangeAuth, file_subject
 from mcp_hub.upstream.oauth.kvstore import StateStore
 from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider

@@ -30,10 +30,12 @@ never replaced by another grant or another identity's token.
 
 from __future__ import annotations
 
+import base64
+import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -75,10 +77,11 @@ class ExchangeRefused(OAuthError):
 
 def file_subject(path: str) -> SubjectSource:
     """A subject read from ``path`` before each exchange (platforms rotate such files)."""
+    where = anyio.Path(os.path.expanduser(path))
 
     async def read() -> str:
         try:
-            return (await anyio.Path(Path(path).expanduser()).read_text()).strip()
+            return (await where.read_text()).strip()
         except OSError as exc:
             raise OAuthError(f"subject_token_file {path}: {exc.strerror or exc}") from None
 
@@ -233,17 +236,17 @@ class ExchangeAuth(httpx2.Auth):
                     ) -> dict[str, Any]:
         """One token request with client authentication; its JSON answer, or the refusal."""
         self.exchanges += 1
-        auth: tuple[str, str] | None = None
+        headers = {"Accept": "application/json"}
         method = self.settings.token_endpoint_auth_method
         if secret and where == "the authorization server" and method == "client_secret_post":
             data = {**data, "client_id": client_id, "client_secret": secret}
-        elif secret:
-            auth = (client_id, secret)
+        elif secret:  # client_secret_basic: RFC 6749 2.3.1, each part form-encoded first
+            pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
+            headers["Authorization"] = f"Basic {base64.b64encode(pair).decode()}"
         else:
             data = {**data, "client_id": client_id}
         try:
-            response = await http.post(endpoint, data=data, auth=auth,
-                                       headers={"Accept": "application/json"})
+            response = await http.post(endpoint, data=data, headers=headers)
         except httpx2.HTTPError as exc:
             raise OAuthError(f"{self.server}: {where} at {endpoint} did not answer: "
                              f"{redact(str(exc), hide)}") from None
