@@ -18,14 +18,10 @@ request per call, and nothing reaches the upstream in her name.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
-import httpx2
 import pytest
 import redis.asyncio as aioredis
 from cryptography.fernet import Fernet
@@ -33,43 +29,13 @@ from mcp import types
 from mcp.types import TextContent
 
 from tests.auth_support import AuthServer, oauth_server
-from tests.hubtest import ROOT, HttpHub, http_hub, http_session
-from tests.oauth_parts import protected_server, require_parts
+from tests.exchange_parts import AUDIENCE, ExchangeServer, exchange_config, exchange_server
+from tests.hubtest import HttpHub, http_hub, http_session
+from tests.oauth_parts import protected_server
 from tests.system_services import redis_server
 
 pytestmark = pytest.mark.anyio
 
-AUDIENCE = "https://hub.test/mcp"
-EXCHANGE_SERVER = ROOT / "tests" / "fixtures" / "oauth" / "exchange_server.mjs"
-
-
-class ExchangeServer:
-    """The upstream's authorization server (token exchange) and its test routes."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def stats(self) -> dict[str, Any]:
-        data: dict[str, Any] = httpx2.get(f"{self.url}/test/stats", timeout=5).json()
-        return data
-
-    def refuse(self, sub: str) -> None:
-        httpx2.post(f"{self.url}/test/refuse", json={"sub": sub}, timeout=5).raise_for_status()
-
-
-@contextmanager
-def exchange_server(idp_issuer: str, token_seconds: int = 600) -> Iterator[ExchangeServer]:
-    node = require_parts()
-    proc = subprocess.Popen([node, str(EXCHANGE_SERVER), idp_issuer, str(token_seconds)],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()  # bounded: the process prints or exits
-        assert line.startswith("READY "), f"exchange server did not start: {line!r}"
-        yield ExchangeServer(line.split(" ", 1)[1])
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture
@@ -78,21 +44,6 @@ def shared_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     key = Fernet.generate_key().decode()
     monkeypatch.setenv("MCP_HUB_SECRET_KEY", key)
     yield key
-
-
-def exchange_config(tmp: Path, upstream: str, idp: str, upstream_as: str,
-                    redis_url: str | None) -> Path:
-    """A hub with [auth] and one token-exchange server acting as each caller."""
-    state = f'[state]\nurl = "{redis_url}"\n\n' if redis_url else ""
-    path = tmp / "servers.toml"
-    path.write_text(
-        f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n{state}'
-        f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\nprefix = "p"\n'
-        f'connect_timeout = 10\n\n'
-        f'[servers.prot.oauth]\ngrant = "token_exchange"\nsubject = "caller"\n'
-        f'client_id = "hub-client"\nclient_secret = "hub-secret"\nissuer = "{upstream_as}"\n\n'
-        f'[auth]\nissuer = "{idp}"\naudience = "{AUDIENCE}"\n')
-    return path
 
 
 def text_of(result: types.CallToolResult) -> str:

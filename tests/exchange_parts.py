@@ -1,0 +1,64 @@
+"""Real parts for the token-exchange tests and benchmark: the upstream's authorization
+server doing RFC 8693 (oauth2-mock-server from npm with the grant added,
+``tests/fixtures/oauth/exchange_server.mjs``) and a hub config acting as each caller."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from tests.hubtest import ROOT
+from tests.oauth_parts import require_parts
+
+#: The hub's own audience ([auth] needs one; never the request's Host).
+AUDIENCE = "https://hub.test/mcp"
+EXCHANGE_SERVER = ROOT / "tests" / "fixtures" / "oauth" / "exchange_server.mjs"
+
+
+class ExchangeServer:
+    """The upstream's authorization server (token exchange) and its test routes."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def stats(self) -> dict[str, Any]:
+        data: dict[str, Any] = httpx2.get(f"{self.url}/test/stats", timeout=5).json()
+        return data
+
+    def refuse(self, sub: str) -> None:
+        httpx2.post(f"{self.url}/test/refuse", json={"sub": sub}, timeout=5).raise_for_status()
+
+
+@contextmanager
+def exchange_server(idp_issuer: str, token_seconds: int = 600) -> Iterator[ExchangeServer]:
+    node = require_parts()
+    proc = subprocess.Popen([node, str(EXCHANGE_SERVER), idp_issuer, str(token_seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()  # bounded: the process prints or exits
+        assert line.startswith("READY "), f"exchange server did not start: {line!r}"
+        yield ExchangeServer(line.split(" ", 1)[1])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def exchange_config(tmp: Path, upstream: str, idp: str, upstream_as: str,
+                    redis_url: str | None) -> Path:
+    """A hub with [auth] and one token-exchange server acting as each caller."""
+    state = f'[state]\nurl = "{redis_url}"\n\n' if redis_url else ""
+    path = tmp / "servers.toml"
+    path.write_text(
+        f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n{state}'
+        f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\nprefix = "p"\n'
+        f'connect_timeout = 10\n\n'
+        f'[servers.prot.oauth]\ngrant = "token_exchange"\nsubject = "caller"\n'
+        f'client_id = "hub-client"\nclient_secret = "hub-secret"\nissuer = "{upstream_as}"\n\n'
+        f'[auth]\nissuer = "{idp}"\naudience = "{AUDIENCE}"\n')
+    return path
