@@ -12,7 +12,7 @@ and a servers.toml, as a user would:
    server's protected resource metadata, as :func:`authorization_server` does);
 2. ``mcp-hub login up --no-browser``: read the URL it prints and follow it (the
    suite's authorization endpoint redirects at once, to the login's loopback port);
-   the ``id_jag`` grant needs no login: the hub exchanges the ID token itself;
+   with the ``id_jag`` grant the login prints no URL: it makes the exchange at once;
 3. ``mcp-hub tools --json``, then ``mcp-hub call`` for each of the server's tools;
    when a call reports that the server needs a login (a scope step-up), log in
    once more and call again.
@@ -132,7 +132,7 @@ def main() -> int:
         config = Path(tmp) / "servers.toml"
         config.write_text(_toml(url, scenario, context, str(Path(tmp) / "state")))
         auth = scenario.startswith("auth/")
-        if auth and "idp_token_endpoint" not in context and not login(config):
+        if auth and not login(config):
             return 1
         return call_tools(config, auth)
 
