@@ -35,9 +35,12 @@ class ExchangeServer:
 
 
 @contextmanager
-def exchange_server(idp_issuer: str, token_seconds: int = 600) -> Iterator[ExchangeServer]:
+def exchange_server(idp_issuer: str, token_seconds: int = 600, jag_issuer: str | None = None
+                    ) -> Iterator[ExchangeServer]:
+    """The authorization server; with ``jag_issuer`` it also takes that server's ID-JAGs."""
     node = require_parts()
-    proc = subprocess.Popen([node, str(EXCHANGE_SERVER), idp_issuer, str(token_seconds)],
+    proc = subprocess.Popen([node, str(EXCHANGE_SERVER), idp_issuer, str(token_seconds),
+                             *([jag_issuer] if jag_issuer else [])],
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -50,15 +53,16 @@ def exchange_server(idp_issuer: str, token_seconds: int = 600) -> Iterator[Excha
 
 
 def exchange_config(tmp: Path, upstream: str, idp: str, upstream_as: str,
-                    redis_url: str | None) -> Path:
-    """A hub with [auth] and one token-exchange server acting as each caller."""
+                    redis_url: str | None, *, oauth: str | None = None, hub: str = "") -> Path:
+    """A hub with [auth] and one server acting as each caller: token exchange at
+    ``upstream_as`` unless ``oauth`` gives another ``[servers.prot.oauth]`` body."""
     state = f'[state]\nurl = "{redis_url}"\n\n' if redis_url else ""
+    oauth = oauth or ('grant = "token_exchange"\nsubject = "caller"\nclient_id = "hub-client"\n'
+                      f'client_secret = "hub-secret"\nissuer = "{upstream_as}"\n')
     path = tmp / "servers.toml"
     path.write_text(
-        f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n{state}'
+        f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n{hub}{state}'
         f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\nprefix = "p"\n'
-        f'connect_timeout = 10\n\n'
-        f'[servers.prot.oauth]\ngrant = "token_exchange"\nsubject = "caller"\n'
-        f'client_id = "hub-client"\nclient_secret = "hub-secret"\nissuer = "{upstream_as}"\n\n'
+        f'connect_timeout = 10\n\n[servers.prot.oauth]\n{oauth}\n'
         f'[auth]\nissuer = "{idp}"\naudience = "{AUDIENCE}"\n')
     return path
