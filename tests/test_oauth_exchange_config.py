@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 import uvicorn
 from starlette.applications import Starlette
@@ -18,6 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcp_hub.oauth_settings import OAuthSettings
+from mcp_hub.redact import redact
 from mcp_hub.upstream.oauth.exchange import ExchangeAuth, ExchangeRefused, file_subject
 from mcp_hub.upstream.oauth.kvstore import FileStateStore
 from mcp_hub.upstream.oauth.secretbox import SecretBox, load_key
@@ -113,3 +115,60 @@ async def test_a_refused_exchange_names_the_upstream_and_the_error_once(tmp_path
     assert seen[0]["grant_type"] == "urn:ietf:params:oauth:grant-type:token-exchange"
     assert seen[0]["resource"] == UPSTREAM and seen[0]["scope"] == "mcp:admin"
     assert not await store.has_tokens()
+
+
+@pytest.mark.anyio
+async def test_an_exchanged_token_is_cached_sealed_redacted_and_renewed_once_on_401(
+        tmp_path: Path) -> None:
+    issued: list[str] = []
+    refuse_all = {"on": False}
+
+    async def token(request: Request) -> JSONResponse:
+        form = await request.form()
+        assert form["subject_token"] == "subject-token-abcdef"
+        issued.append(f"opaque-upstream-token-{len(issued) + 1:04d}")
+        return JSONResponse({"access_token": issued[-1], "token_type": "Bearer",
+                             "expires_in": 3600})
+
+    async def mcp(request: Request) -> JSONResponse:
+        sent = request.headers.get("authorization", "")
+        if refuse_all["on"] or sent == "Bearer opaque-upstream-token-0001":
+            return JSONResponse({"error": "invalid_token"}, status_code=401)
+        return JSONResponse({"sent": sent})
+
+    port = free_port()
+    app = Starlette(routes=[Route("/token", token, methods=["POST"]),
+                            Route("/mcp", mcp, methods=["POST"])])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    subject = tmp_path / "subject"
+    subject.write_text("subject-token-abcdef")
+    upstream = f"http://127.0.0.1:{port}/mcp"
+    settings = OAuthSettings(grant="token_exchange", subject_token_file=str(subject),
+                             client_id="hub", token_endpoint=f"http://127.0.0.1:{port}/token")
+    store = TokenStore(FileStateStore(tmp_path / "oauth"), SecretBox(load_key(tmp_path)), "prot",
+                       upstream)
+    auth = ExchangeAuth("prot", upstream, store, settings, file_subject(str(subject)))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(20):
+            while not server.started:
+                await anyio.sleep(0.02)
+            async with httpx2.AsyncClient(auth=auth) as http:
+                # The first token is refused upstream: one more exchange, one resend.
+                first = await http.post(upstream, json={})
+                assert first.json() == {"sent": "Bearer opaque-upstream-token-0002"}
+                assert len(issued) == 2
+                # Cached: no exchange.
+                again = await http.post(upstream, json={})
+                assert again.status_code == 200 and len(issued) == 2
+                # A fresh object (another replica) reads the stored token: no exchange.
+                other = ExchangeAuth("prot", upstream, store, settings, file_subject(str(subject)))
+                assert await other.token() == issued[-1] and len(issued) == 2
+                # The upstream refuses every token: one renewal, then the 401 stands.
+                refuse_all["on"] = True
+                refused = await http.post(upstream, json={})
+                assert refused.status_code == 401 and len(issued) == 3
+        server.should_exit = True
+    assert redact(f"sent {issued[-1]}") == "sent [REDACTED]"
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "oauth").iterdir())
+    assert b"opaque-upstream-token" not in stored and b"subject-token" not in stored

@@ -24,8 +24,9 @@ The caller's own token is sent only to that token endpoint, never to the
 upstream. Exchanged tokens are kept, sealed, in the upstream's token store under
 the identity (:class:`~mcp_hub.upstream.oauth.tokens.TokenStore`; Redis with
 ``[state] url``, so every replica uses the token one of them obtained) and
-reused until shortly before they expire. A refusal is never retried here and
-never replaced by another grant or another identity's token.
+reused until shortly before they expire; each one joins the redaction set (opaque
+tokens too; the newest 256, :func:`mcp_hub.redact.add_transient`). A refusal is
+never retried here and never replaced by another grant or another identity's token.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from mcp.shared.auth import JWT_BEARER_GRANT_TYPE, OAuthMetadata, OAuthToken
 from mcp.shared.auth_utils import resource_url_from_server_url
 
 from mcp_hub.oauth_settings import OAuthSettings
-from mcp_hub.redact import redact
+from mcp_hub.redact import add_transient, redact
 from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.oauth.tokens import TokenStore
 
@@ -120,8 +121,10 @@ class ExchangeAuth(httpx2.Auth):
             if self._usable(stored, self.hub_store.expires_at):
                 assert stored is not None
                 self._token, self._expires_at = stored, self.hub_store.expires_at
+                add_transient(stored.access_token)  # obtained by another replica
                 return stored.access_token
             fresh = await self._obtain()
+            add_transient(fresh.access_token)
             await self.hub_store.set_tokens(fresh)
             self._token, self._expires_at = fresh, self.hub_store.expires_at
             return fresh.access_token
