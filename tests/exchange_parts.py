@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from mcp import types
+from mcp.types import TextContent
 
-from tests.hubtest import ROOT
+from tests.auth_support import AuthServer
+from tests.hubtest import ROOT, HttpHub, http_session
 from tests.oauth_parts import require_parts
 
 #: The hub's own audience ([auth] needs one; never the request's Host).
@@ -66,3 +69,22 @@ def exchange_config(tmp: Path, upstream: str, idp: str, upstream_as: str,
         f'connect_timeout = 10\n\n[servers.prot.oauth]\n{oauth}\n'
         f'[auth]\nissuer = "{idp}"\naudience = "{AUDIENCE}"\n')
     return path
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+async def bearer(idp: AuthServer, sub: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {await idp.token(sub=sub, aud=AUDIENCE, scope='mcp')}"}
+
+
+async def whoami(hub: HttpHub, headers: dict[str, str]) -> types.CallToolResult:
+    """List (opening the caller's session when only the placeholder shows), then whoami."""
+    async with http_session(hub.mcp_url, headers=headers) as session:
+        listed = [t.name for t in (await session.list_tools()).tools if t.name.startswith("p")]
+        if "p_whoami" not in listed:
+            opened = await session.call_tool(listed[0], {})
+            if opened.is_error:
+                return opened
+        return await session.call_tool("p_whoami", {})

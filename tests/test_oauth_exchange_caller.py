@@ -16,10 +16,9 @@ import anyio
 import pytest
 
 from tests.auth_support import oauth_server
-from tests.exchange_parts import exchange_config, exchange_server
+from tests.exchange_parts import bearer, exchange_config, exchange_server, text_of, whoami
 from tests.hubtest import http_hub
 from tests.oauth_parts import protected_server
-from tests.test_oauth_exchange_replicas import bearer, text_of, whoami
 
 pytestmark = pytest.mark.anyio
 

@@ -25,12 +25,17 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 from cryptography.fernet import Fernet
-from mcp import types
-from mcp.types import TextContent
 
 from tests.auth_support import AuthServer, oauth_server
-from tests.exchange_parts import AUDIENCE, ExchangeServer, exchange_config, exchange_server
-from tests.hubtest import HttpHub, http_hub, http_session
+from tests.exchange_parts import (
+    ExchangeServer,
+    bearer,
+    exchange_config,
+    exchange_server,
+    text_of,
+    whoami,
+)
+from tests.hubtest import HttpHub, http_hub
 from tests.oauth_parts import protected_server
 from tests.system_services import redis_server
 
@@ -44,25 +49,6 @@ def shared_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     key = Fernet.generate_key().decode()
     monkeypatch.setenv("MCP_HUB_SECRET_KEY", key)
     yield key
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
-
-
-async def bearer(idp: AuthServer, sub: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await idp.token(sub=sub, aud=AUDIENCE, scope='mcp')}"}
-
-
-async def whoami(hub: HttpHub, headers: dict[str, str]) -> types.CallToolResult:
-    """List (opening the caller's session when only the placeholder shows), then whoami."""
-    async with http_session(hub.mcp_url, headers=headers) as session:
-        listed = [t.name for t in (await session.list_tools()).tools if t.name.startswith("p")]
-        if "p_whoami" not in listed:
-            opened = await session.call_tool(listed[0], {})
-            if opened.is_error:
-                return opened
-        return await session.call_tool("p_whoami", {})
 
 
 async def sealed_values(redis_url: str) -> list[bytes]:
