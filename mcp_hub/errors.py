@@ -14,8 +14,10 @@
      │    └── CallLost               the connection died while a request was in flight
      │                               (mcp_hub.upstream.failures)
      ├── OAuthError                  an upstream's OAuth flow or tokens failed
-     │    └── NeedsLogin             the server waits for ``mcp-hub login NAME``
-     │                               (mcp_hub.upstream.oauth.errors)
+     │    ├── NeedsLogin             the server waits for ``mcp-hub login NAME``
+     │    │                          (mcp_hub.upstream.oauth.errors)
+     │    └── ExchangeRefused        a token endpoint refused a token exchange or ID-JAG
+     │                               (mcp_hub.upstream.oauth.exchange)
      ├── PoolFull                    no room for another per-user upstream session
      │                               (mcp_hub.upstream.peruser.pool)
      ├── AuthError                   a downstream caller's credential or sign-in is refused

@@ -25,8 +25,8 @@ import threading
 import weakref
 from collections.abc import Iterable
 
-__all__ = ["REDACTED", "RedactingFilter", "Secrets", "add_secrets", "attach", "detach",
-           "known_secrets", "own", "redact"]
+__all__ = ["REDACTED", "RedactingFilter", "Secrets", "add_secrets", "add_transient", "attach",
+           "detach", "known_secrets", "own", "redact"]
 
 REDACTED = "[REDACTED]"
 
@@ -161,6 +161,26 @@ def add_secrets(values: Iterable[str]) -> None:
     _process.add(values)
 
 
+#: Short-lived secrets obtained at run time (tokens exchanged for an upstream, which may be
+#: opaque): the newest ones are replaced like the others, older ones have expired.
+_TRANSIENT_MAX = 256
+_transient_values: dict[str, None] = {}
+_transient = Secrets()
+_transient_lock = threading.Lock()
+
+
+def add_transient(value: str) -> None:
+    """Remember one short-lived secret (bounded: the oldest is forgotten first)."""
+    global _transient
+    with _transient_lock:
+        if not value or value in _transient_values:
+            return
+        _transient_values[value] = None
+        while len(_transient_values) > _TRANSIENT_MAX:
+            del _transient_values[next(iter(_transient_values))]
+        _transient = Secrets(_transient_values)
+
+
 def known_secrets() -> frozenset[str]:
     """Every exact value :func:`redact` replaces now (the process's and open Hubs')."""
     with _live_lock:
@@ -172,7 +192,7 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     """Return ``text`` with every secret-looking value and known secret replaced."""
     if not text:
         return text
-    text = _process.sub(text)
+    text = _transient.sub(_process.sub(text))
     if _live:
         with _live_lock:
             sets = list(_live)

@@ -29,3 +29,18 @@ def test_every_client_scenario_passes_with_the_hub_as_client() -> None:
     failed = {name: r.reason for name, r in results.items() if r.status == "fail"}
     assert not failed, failed
     assert len(results) == 22
+
+
+def test_enterprise_managed_authorization_scenarios_pass_with_the_hub_as_client() -> None:
+    """The ID token exchanged at the IdP for an ID-JAG, then the JWT-bearer grant at the
+    upstream's authorization server: the 0.1 suite's scenario and the 0.2 one's extension."""
+    if not (run.suite_available() and run.suite_available(run.SUITE_JS_NEXT)):
+        if os.environ.get("CI") == "true":
+            pytest.fail("the conformance suites are not installed (make setup)")
+        pytest.skip("the conformance suites are not installed (make setup)")
+    runs = [(s, run.SUITE_JS) for s in client_run.EXCHANGE_SCENARIOS]
+    runs += [(s, run.SUITE_JS_NEXT) for s in client_run.EXCHANGE_SCENARIOS_NEXT]
+    results = {s: client_run.run_scenario(s, suite_js=js) for s, js in runs}
+    failed = {name: r.reason for name, r in results.items() if r.status != "pass"}
+    assert not failed, failed
+    assert len(results) == 2

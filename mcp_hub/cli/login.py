@@ -42,6 +42,10 @@ def cmd_login(load: Load, run_async: Run, args: argparse.Namespace) -> int:
 
     config = load(args)
     server = _server(config, args.name)
+    if server.oauth.per_caller:
+        raise ConfigError(f'servers.{args.name} acts as each caller (subject = "caller"): its '
+                          "token is exchanged from the caller's own at each caller's first call; "
+                          "there is nothing to log in")
     if server.oauth_per_user:
         raise ConfigError(f"servers.{args.name} is per user (oauth_per_user): each user connects "
                           f"their own account at the hub's /connect/{args.name} page when a call "

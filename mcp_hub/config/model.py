@@ -276,7 +276,10 @@ class ServerConfig(_Model):
             raise ValueError("url: must start with http:// or https://")
         if self.auth == "oauth" and self.transport == "stdio":
             raise ValueError("auth 'oauth' needs an http or sse server ('url')")
-        if self.oauth_per_user and (self.auth != "oauth" or self.oauth.grant != "authorization_code"):
+        if self.auth == "oauth" and self.oauth.per_caller:
+            self.oauth_per_user = True  # exchanged per caller: the per-user session pool
+        elif self.oauth_per_user and (self.auth != "oauth"
+                                      or self.oauth.grant != "authorization_code"):
             raise ValueError(f"oauth_per_user needs {own(AUTH_OAUTH)} with the "
                              "authorization_code grant")
         return self
@@ -442,6 +445,10 @@ class HubConfig(_Model):
     def _per_user_identity(self) -> HubConfig:
         named = any(isinstance(t, NamedToken) for t in self.hub.http.auth_tokens)
         for name, server in self.servers.items():
+            if server.auth == "oauth" and server.oauth.per_caller and self.auth is None:
+                raise ValueError(
+                    f'servers.{name}.oauth: subject = "caller" exchanges the caller\'s own '
+                    "access token, so the hub needs [auth] (OAuth sign-in) to have one")
             if server.oauth_per_user and self.auth is None and not named:
                 raise ValueError(
                     f"servers.{name}.oauth_per_user: the hub does not know who is calling; set "

@@ -15,8 +15,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-__all__ = ["CLIENT_METADATA_PATH", "OAuthSettings", "hub_client_metadata_url"]
+__all__ = ["CLIENT_METADATA_PATH", "EXCHANGE_GRANTS", "OAuthSettings", "hub_client_metadata_url"]
 
+#: The grants that exchange an identity's token for an upstream token (no login, no browser).
+EXCHANGE_GRANTS = frozenset({"token_exchange", "id_jag"})
 #: Where the hub's HTTP server serves its own Client ID Metadata Document.
 CLIENT_METADATA_PATH = "/client-metadata.json"
 
@@ -34,9 +36,11 @@ class OAuthSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    #: ``authorization_code`` (a person logs in once with ``mcp-hub login``) or
-    #: ``client_credentials`` (machine to machine; needs client_id and client_secret).
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    #: ``authorization_code`` (a person logs in once with ``mcp-hub login``),
+    #: ``client_credentials`` (machine to machine; needs client_id and client_secret),
+    #: ``token_exchange`` (RFC 8693) or ``id_jag`` (Enterprise-Managed Authorization).
+    grant: Literal["authorization_code", "client_credentials", "token_exchange",
+                   "id_jag"] = "authorization_code"
     client_id: str | None = None
     client_secret: str | None = None
     #: How a pre-registered client authenticates at the token endpoint.
@@ -54,6 +58,23 @@ class OAuthSettings(BaseModel):
     callback_port: int = Field(default=0, ge=0, le=65535)
     #: Client name shown on the authorization server's consent page.
     client_name: str = "mcp-hub"
+    # -- token_exchange / id_jag: an identity exchanged for an upstream token ------------
+    #: ``"caller"``: the signed-in caller's own access token (``[auth]``) is the subject,
+    #: exchanged per identity; otherwise the token in ``subject_token_file`` (one for the hub).
+    subject: Literal["caller"] | None = None
+    #: A file holding the subject token (e.g. an ID token), re-read before each exchange.
+    subject_token_file: str | None = None
+    #: The subject token's RFC 8693 type; default ``access_token`` for ``subject = "caller"``
+    #: with ``token_exchange``, ``id_token`` otherwise.
+    subject_token_type: Literal["access_token", "id_token", "jwt"] | None = None
+    #: ``token_exchange``: where to exchange (else the ``issuer``'s RFC 8414 metadata says).
+    token_endpoint: str | None = None
+    #: ``token_exchange``: the RFC 8693 ``audience`` to ask for (the upstream's, if it needs one).
+    audience: str | None = None
+    #: ``id_jag``: the enterprise IdP's token endpoint and this client's identity there.
+    idp_token_endpoint: str | None = None
+    idp_client_id: str | None = None
+    idp_client_secret: str | None = None
     # True when client_metadata_url is the hub's own document (set by the loader).
     _hub_served: bool = PrivateAttr(default=False)
 
@@ -64,6 +85,48 @@ class OAuthSettings(BaseModel):
         if self.client_secret and not self.client_id:
             raise ValueError("client_secret needs client_id")
         return self
+
+    @model_validator(mode="after")
+    def _exchange_needs(self) -> OAuthSettings:
+        missing = self.exchange_missing()
+        if missing:
+            raise ValueError(f"grant {self.grant!r} needs {missing}")
+        if self.grant not in EXCHANGE_GRANTS and (self.subject or self.subject_token_file):
+            raise ValueError("subject and subject_token_file belong to grant 'token_exchange' "
+                             "or 'id_jag'")
+        return self
+
+    def exchange_missing(self) -> str | None:
+        """What a ``token_exchange`` or ``id_jag`` grant lacks, in words (None: complete)."""
+        if self.grant not in EXCHANGE_GRANTS:
+            return None
+        if (self.subject == "caller") == bool(self.subject_token_file):
+            return 'either subject = "caller" or subject_token_file (one of them)'
+        if not self.client_id:
+            return "client_id (the hub's client at the upstream's authorization server)"
+        if self.grant == "token_exchange" and not (self.token_endpoint or self.issuer):
+            return "token_endpoint, or issuer to find it in the authorization server's metadata"
+        if self.grant == "id_jag":
+            if not self.client_secret:
+                return "client_secret (the jwt-bearer grant needs a confidential client)"
+            if not self.issuer:
+                return ("issuer (the upstream's authorization server: the ID-JAG's audience; "
+                        "never taken from the upstream's own metadata)")
+            if not (self.idp_token_endpoint and self.idp_client_id):
+                return "idp_token_endpoint and idp_client_id (the enterprise IdP)"
+        return None
+
+    @property
+    def per_caller(self) -> bool:
+        """True for a grant run per signed-in caller (``subject = "caller"``)."""
+        return self.grant in EXCHANGE_GRANTS and self.subject == "caller"
+
+    @property
+    def subject_type(self) -> str:
+        """The RFC 8693 URI of the subject token's type."""
+        short = self.subject_token_type or (
+            "access_token" if self.per_caller and self.grant == "token_exchange" else "id_token")
+        return f"urn:ietf:params:oauth:token-type:{short}"
 
     def use_hub_client_metadata(self, public_url: str | None) -> None:
         """Default ``client_metadata_url`` to the hub's own document (a pre-registered

@@ -630,6 +630,8 @@ def _secret_values(config: HubConfig) -> set[str]:
             values.update(part for part in value.split() if len(part) >= 8)
         if server.oauth.client_secret:
             values.add(server.oauth.client_secret)
+        if server.oauth.idp_client_secret:
+            values.add(server.oauth.idp_client_secret)
     return values
 
 

@@ -6,9 +6,13 @@ scenario in ``MCP_CONFORMANCE_SCENARIO`` and its credentials, if any, in
 and a servers.toml, as a user would:
 
 1. write a servers.toml naming the test server with ``auth = "oauth"`` (and the
-   pre-registered or client-credentials identity the scenario hands out);
+   pre-registered or client-credentials identity the scenario hands out; for
+   Enterprise-Managed Authorization the IdP, its ID token in a file, and the
+   upstream's authorization server, which an operator would look up once in the
+   server's protected resource metadata, as :func:`authorization_server` does);
 2. ``mcp-hub login up --no-browser``: read the URL it prints and follow it (the
    suite's authorization endpoint redirects at once, to the login's loopback port);
+   with the ``id_jag`` grant the login prints no URL: it makes the exchange at once;
 3. ``mcp-hub tools --json``, then ``mcp-hub call`` for each of the server's tools;
    when a call reports that the server needs a login (a scope step-up), log in
    once more and call again.
@@ -46,7 +50,37 @@ def _toml(url: str, scenario: str, context: dict[str, str], state_dir: str) -> s
                       f"client_secret = {json.dumps(context['client_secret'])}"]
         if scenario.startswith("auth/client-credentials"):
             lines.append('grant = "client_credentials"')
+        if "idp_token_endpoint" in context:
+            lines += _id_jag_lines(url, context, state_dir)
     return "\n".join(lines) + "\n"
+
+
+def authorization_server(url: str) -> str:
+    """The first authorization server the MCP server's protected resource metadata names."""
+    answer = httpx2.post(url, json={}, timeout=STEP_TIMEOUT)
+    challenge = answer.headers.get("www-authenticate", "")
+    found = [part.split("=", 1)[1].strip('"') for part in challenge.replace(",", " ").split()
+             if part.startswith("resource_metadata=")]
+    origin = url.split("/", 3)
+    wanted = found or [f"{origin[0]}//{origin[2]}/.well-known/oauth-protected-resource/"
+                       f"{origin[3] if len(origin) > 3 else ''}".rstrip("/"),
+                       f"{origin[0]}//{origin[2]}/.well-known/oauth-protected-resource"]
+    for where in wanted:
+        metadata = httpx2.get(where, timeout=STEP_TIMEOUT)
+        if metadata.status_code == 200:
+            return str(metadata.json()["authorization_servers"][0])
+    raise SystemExit(f"no protected resource metadata for {url}")
+
+
+def _id_jag_lines(url: str, context: dict[str, str], state_dir: str) -> list[str]:
+    """Enterprise-Managed Authorization: the IdP's ID token exchanged for an ID-JAG."""
+    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    id_token = Path(state_dir) / "id_token"
+    id_token.write_text(context["idp_id_token"])
+    return ['grant = "id_jag"', f"subject_token_file = {json.dumps(str(id_token))}",
+            f"issuer = {json.dumps(authorization_server(url))}",
+            f"idp_token_endpoint = {json.dumps(context['idp_token_endpoint'])}",
+            f"idp_client_id = {json.dumps(context['idp_client_id'])}"]
 
 
 def _run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:

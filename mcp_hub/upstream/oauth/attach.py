@@ -23,7 +23,9 @@ from typing import Any
 import anyio
 
 from mcp_hub.config.model import ServerConfig
+from mcp_hub.config.oauth import EXCHANGE_GRANTS
 from mcp_hub.state import StateUnavailable
+from mcp_hub.upstream.oauth.exchange import ExchangeAuth, file_subject
 from mcp_hub.upstream.oauth.kvstore import StateStore
 from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider
 from mcp_hub.upstream.oauth.secretbox import SecretBox
@@ -87,11 +89,14 @@ def oauth_status(servers: Mapping[str, ServerConfig]) -> dict[str, Any]:
 
 
 def hub_auth(name: str, config: ServerConfig, on_needs_login: Callable[[str], None]
-             ) -> HubOAuthProvider | HubClientCredentialsProvider:
+             ) -> HubOAuthProvider | HubClientCredentialsProvider | ExchangeAuth:
     """The ``httpx`` auth a running hub uses for server ``name`` (never interactive)."""
     assert config.url is not None
     settings = config.oauth  # its client_secret is among the manager's secret values
     store = token_store(name, config)
+    if settings.grant in EXCHANGE_GRANTS and settings.subject_token_file:
+        return ExchangeAuth(name, config.url, store, settings,
+                            file_subject(settings.subject_token_file))
     if settings.grant == "client_credentials":
         return HubClientCredentialsProvider(config.url, store, settings)
     return HubOAuthProvider(config.url, store, settings, redirect_uri=DEFAULT_REDIRECT,

@@ -20,11 +20,13 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_hub.config.model import ServerConfig
+from mcp_hub.config.oauth import EXCHANGE_GRANTS
 from mcp_hub.redact import add_secrets, redact
 from mcp_hub.upstream.lenient import upstream_session
 from mcp_hub.upstream.modern import open_session
 from mcp_hub.upstream.oauth.callback import CallbackServer
 from mcp_hub.upstream.oauth.errors import OAuthError
+from mcp_hub.upstream.oauth.exchange import ExchangeAuth, file_subject
 from mcp_hub.upstream.oauth.provider import (
     HubClientCredentialsProvider,
     HubOAuthProvider,
@@ -64,6 +66,8 @@ async def login(name: str, config: ServerConfig, store: TokenStore, *, open_brow
     if config.oauth.client_secret:
         add_secrets([config.oauth.client_secret])
     await store.clear_tokens()
+    if config.oauth.grant in EXCHANGE_GRANTS:
+        return await exchange_login(name, config, store, wait_seconds)
     if config.oauth.grant == "client_credentials":
         provider: Any = HubClientCredentialsProvider(config.url, store, config.oauth)
         with anyio.fail_after(wait_seconds):
@@ -94,6 +98,24 @@ async def login(name: str, config: ServerConfig, store: TokenStore, *, open_brow
         tg.cancel_scope.cancel()
     if failure is not None:
         raise failure
+    _check_stored(store)
+    return tools
+
+
+async def exchange_login(name: str, config: ServerConfig, store: TokenStore,
+                         wait_seconds: float) -> int:
+    """An exchange grant needs no person: with ``subject_token_file`` the exchange runs
+    now (proving it works); with ``subject = "caller"`` there is nothing to log in."""
+    assert config.url is not None
+    settings = config.oauth
+    if settings.subject_token_file is None:
+        raise OAuthError(f'{name} exchanges each caller\'s own token (subject = "caller"): '
+                         "there is no hub-wide login; callers signed in with [auth] reach it")
+    add_secrets([s for s in (settings.client_secret, settings.idp_client_secret) if s])
+    auth = ExchangeAuth(name, config.url, store, settings,
+                        file_subject(settings.subject_token_file))
+    with anyio.fail_after(wait_seconds):
+        tools = await _session(config, auth)
     _check_stored(store)
     return tools
 

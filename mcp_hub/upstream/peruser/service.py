@@ -40,9 +40,11 @@ from mcp_hub.registry.tool_registry import ToolRegistry
 from mcp_hub.state import EmbeddedState, StateBackend, StateUnavailable
 from mcp_hub.upstream.oauth.attach import DEFAULT_REDIRECT, token_store, watch_logout
 from mcp_hub.upstream.oauth.errors import OAuthError
+from mcp_hub.upstream.oauth.exchange import ExchangeAuth
 from mcp_hub.upstream.oauth.provider import HubOAuthProvider
 from mcp_hub.upstream.oauth.secretbox import SecretBox, load_key
 from mcp_hub.upstream.oauth.tokens import TokenStore
+from mcp_hub.upstream.peruser.caller_token import CallerTokens, exchange_refusal
 from mcp_hub.upstream.peruser.catalog import PLACEHOLDER, Handler, PerUserCatalog
 from mcp_hub.upstream.peruser.flows import (
     FLOW_SECONDS,
@@ -107,6 +109,8 @@ class PerUserServers:
         self.state: StateBackend = EmbeddedState()
         self._connected: dict[tuple[str, str], anyio.Event] = {}
         self._relays: dict[tuple[str, str], SessionRelay] = {}  # one per open user session
+        #: The callers' own tokens, for servers that exchange them (``subject = "caller"``).
+        self.caller_tokens = CallerTokens()
         self.pool = UserSessions(self._open, max_sessions=config.hub.per_user_max_sessions,
                                  idle_seconds=config.hub.per_user_idle_seconds)
         self._tg: anyio.abc.TaskGroup | None = None
@@ -116,6 +120,8 @@ class PerUserServers:
         for name, server in config.enabled_servers().items():
             if server.oauth_per_user and server.oauth.client_secret:
                 add_secrets([server.oauth.client_secret])  # the manager never sees this server
+            if server.oauth_per_user and server.oauth.idp_client_secret:
+                add_secrets([server.oauth.idp_client_secret])
             if server.oauth_per_user and name not in self.catalogs:
                 self.catalogs[name] = PerUserCatalog(
                     name, server, config.hub, self.registry, partial(self._handler, name))
@@ -156,6 +162,7 @@ class PerUserServers:
             if server is None or not server.oauth_per_user or server != catalog.config:
                 catalog.clear()
                 self.pool.drop(name)
+                self.caller_tokens.forget(name)
                 del self.catalogs[name]
         self.config = new
         self._servers(new)
@@ -183,6 +190,8 @@ class PerUserServers:
         identity = call.identity
         if not identity or identity == "anonymous":
             return _error(f"{name} connects each user's own account: sign in to the hub first")
+        if self.config.servers[name].oauth.per_caller:
+            return await self._exchanged_call(name, identity, raw, args, call)
         if not await self._store(name, identity).has_tokens():
             await self._ask_to_connect(name, identity, call)
         try:
@@ -194,6 +203,25 @@ class PerUserServers:
         # dropped the tokens): connect again, then retry once.
         await self._ask_to_connect(name, identity, call)
         return await self._on_session(name, identity, raw, args, call)
+
+    async def _exchanged_call(self, name: str, identity: str, raw: str, args: dict[str, Any],
+                              call: CallContext) -> types.CallToolResult:
+        """A call on the caller's session whose upstream token is exchanged from the caller's
+        own: no connect page; a refused exchange is the call's error, never retried."""
+        refused = self.caller_tokens.note(name, identity, call)
+        if refused is not None:
+            return _error(refused)
+        try:
+            live = self.caller_tokens.exchangers.get((name, identity))
+            if live is not None:
+                await live.token()  # renewed here, where a refusal can be answered
+            return await self._on_session(name, identity, raw, args, call)
+        except Exception as exc:
+            answer = exchange_refusal(exc)
+            if answer is None:
+                raise
+            logger.info("%s for %s: %s", name, identity, answer, extra={"server": name})
+            return _error(answer)
 
     async def _on_session(self, name: str, identity: str, raw: str, args: dict[str, Any],
                           call: CallContext) -> types.CallToolResult:
@@ -266,8 +294,15 @@ class PerUserServers:
             refused()
 
         store = self._store(name, identity)
-        provider = HubOAuthProvider(config.url, store, config.oauth,
-                                    redirect_uri=DEFAULT_REDIRECT, on_needs_login=needs_login)
+        provider: ExchangeAuth | HubOAuthProvider
+        if config.oauth.per_caller:
+            provider = ExchangeAuth(name, config.url, store, config.oauth,
+                                    self.caller_tokens.source(name, identity))
+            await provider.token()  # a refusal is the call's answer, before any session
+            self.caller_tokens.exchangers[key] = provider
+        else:
+            provider = HubOAuthProvider(config.url, store, config.oauth,
+                                        redirect_uri=DEFAULT_REDIRECT, on_needs_login=needs_login)
         relay = self._relays[key] = SessionRelay(name)
         try:
             async with user_session(config, provider, init_seconds=config.connect_timeout,
@@ -288,6 +323,8 @@ class PerUserServers:
         finally:
             if self._relays.get(key) is relay:
                 del self._relays[key]
+            if self.caller_tokens.exchangers.get(key) is provider:
+                del self.caller_tokens.exchangers[key]
 
     # ------------------------------------------------------------------ browser
     async def open_link(self, name: str, ticket: str, base: str,
