@@ -56,7 +56,8 @@ from mcp_hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
 from mcp_hub.steps import run_steps, run_steps_sliced
-from mcp_hub.tasks import TaskBook
+from mcp_hub.task_owners import TaskOwners
+from mcp_hub.tasks import TaskBook, TaskForwarder, ttl_seconds
 from mcp_hub.telemetry import reconfigure_telemetry, start_telemetry, stop_telemetry
 from mcp_hub.tool_listing import ToolListing
 from mcp_hub.tool_models import ToolModels
@@ -213,6 +214,9 @@ class Hub(ServingMixin):
         #: State shared with other replicas ([state] url; embedded without one).
         self.state: StateBackend = open_state(config.state.url)
         self.per_user.state = self.state  # connect links and flows, shared by replicas
+        #: Who owns each task, for every replica (mcp_hub.task_owners).
+        self.task_owners = TaskOwners(self.state)
+        self.task_forwarder: TaskForwarder | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Self:
@@ -617,6 +621,8 @@ class Hub(ServingMixin):
         created = answer["task"]
         upstream_id = str(created.get("taskId"))
         hub_id = self.tasks.add(server, upstream_id, owner, created.get("ttl"), listener)
+        await self.task_owners.record(hub_id, server, upstream_id, owner,
+                                      ttl_seconds(created.get("ttl")))
         return with_task_id(answer, upstream_id, hub_id)
 
     def _app_tool(self, name: str, call: CallContext, caller: Caller) -> str:

@@ -128,12 +128,16 @@ class _Handlers:
             is_error=True)
 
     def task_owner(self, ctx: Ctx) -> tuple[str, Any]:
-        """Who owns a task started by this request: the caller's identity and its
-        downstream session (its HTTP session id, else the connection); and the
-        connection told of the task's status changes."""
+        """Who owns a task started by this request: the caller's identity when it has
+        one (its tasks outlive the session: mcp_hub.tasks), else its downstream session
+        (its HTTP session id, else the connection); and the connection told of the
+        task's status changes."""
         conn = connection_of(ctx)
+        identity = self.who(ctx).identity
+        if identity:
+            return f"identity:{identity}", conn
         session = getattr(conn, "session_id", None) or f"connection:{id(conn)}"
-        return f"{self.who(ctx).identity or ''}\n{session}", conn
+        return f"session:{session}", conn
 
     async def call_task(self, ctx: Ctx) -> dict[str, Any]:
         """A task-augmented ``tools/call``: the pipeline as for any call, the upstream's
@@ -154,11 +158,12 @@ class _Handlers:
 
     async def task_request(self, ctx: Ctx, params: types.RequestParams) -> dict[str, Any]:
         """``tasks/get``, ``tasks/result``, ``tasks/cancel``: routed to the task's upstream."""
-        owner, _ = self.task_owner(ctx)
+        owner, conn = self.task_owner(ctx)
         body = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         body.pop("_meta", None)
         call = SessionCallContext(ctx, ctx.method, self.hub)
-        return await self.hub.task_request(self.who(ctx), owner, ctx.method, body, call)
+        return await self.hub.task_request(self.who(ctx), owner, ctx.method, body, call,
+                                           listener=conn)
 
     async def list_tasks(self, ctx: Ctx, params: types.PaginatedRequestParams) -> dict[str, Any]:
         """``tasks/list``: this caller's tasks in this session, over every upstream."""
