@@ -603,26 +603,28 @@ class Hub(ServingMixin):
         return self.drain.cancelled(name)
 
     async def call_tool_task(
-        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any],
+        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any] | None,
         call: CallContext, *, profile: Caller | str | None, owner: str, listener: Any = None,
     ) -> dict[str, Any] | types.CallToolResult:
-        """A task-augmented ``tools/call`` (2025-11-25 tasks) through the whole pipeline.
+        """A ``tools/call`` that may become a task, through the whole pipeline.
 
-        ``task`` goes to the upstream with the call. When the upstream answers with a
-        task, the hub records it for ``owner`` (mcp_hub.tasks) and answers with the
-        hub's own task id; a tool that ran at once (a builtin, an upstream that ignores
-        ``task``) gives its result as usual.
+        2025-11-25: ``task`` goes to the upstream with the call. 2026-07-28 extension
+        (``task`` None): the upstream decides, and answers a flat ``CreateTaskResult``.
+        When the upstream answers with a task, the hub records it for ``owner``
+        (mcp_hub.tasks) and answers with the hub's own task id; a tool that ran at once
+        (a builtin, an upstream that ignores ``task``) gives its result as usual.
         """
         call.task = task
+        call.task_extension = task is None
         result = await self.call_tool(name, arguments, call, profile=profile)
         if call.created_task is None:
             return result
         server, answer = call.created_task
-        created = answer["task"]
+        created = answer["task"] if isinstance(answer.get("task"), dict) else answer
         upstream_id = str(created.get("taskId"))
-        hub_id = self.tasks.add(server, upstream_id, owner, created.get("ttl"), listener)
-        await self.task_owners.record(hub_id, server, upstream_id, owner,
-                                      ttl_seconds(created.get("ttl")))
+        ttl = created.get("ttl", created.get("ttlMs"))
+        hub_id = self.tasks.add(server, upstream_id, owner, ttl, listener)
+        await self.task_owners.record(hub_id, server, upstream_id, owner, ttl_seconds(ttl))
         return with_task_id(answer, upstream_id, hub_id)
 
     def _app_tool(self, name: str, call: CallContext, caller: Caller) -> str:

@@ -103,7 +103,7 @@ class ServingHub(Protocol):
 
     # ------------------------------------------------------------------ tasks
     async def call_tool_task(
-        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any],
+        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any] | None,
         call: CallContext, *, profile: Caller | str | None, owner: str, listener: Any = None,
     ) -> dict[str, Any] | types.CallToolResult: ...
     async def task_request(self, caller: Caller, owner: str, method: str,

@@ -17,6 +17,10 @@ Who owns a task is also written to the state backend
 replica, finds it; the book stays the replica's own (the upstream's id, the
 connection told of status changes).
 
+The 2026-07-28 extension (:data:`TASKS_EXTENSION`) goes the same way: its flat
+``CreateTaskResult`` gets the hub's id, and ``tasks/get``, ``tasks/update`` and
+``tasks/cancel`` are routed by it.
+
 The book is bounded (:data:`MAX_TASKS`, oldest dropped first) and records
 expire with the task's ``ttl`` as the upstream granted it (or
 :data:`DEFAULT_TTL_SECONDS`).
@@ -33,13 +37,27 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from mcp_hub.task_owners import OwnedTask
 
-__all__ = ["DEFAULT_TTL_SECONDS", "MAX_TASKS", "TaskBook", "TaskForwarder", "TaskRecord",
-           "ttl_seconds"]
+__all__ = ["DEFAULT_TTL_SECONDS", "MAX_TASKS", "TASKS_EXTENSION", "TaskBook", "TaskForwarder",
+           "TaskRecord", "declares_tasks", "ttl_seconds"]
+
+#: The 2026-07-28 tasks extension: the server decides whether a ``tools/call`` becomes a
+#: task (a flat ``CreateTaskResult``, ``resultType: "task"``) for a client that declares
+#: it; ``tasks/get`` inlines the result, ``tasks/update`` carries ``inputResponses``.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 
 #: Tasks remembered at once; past it the oldest are forgotten.
 MAX_TASKS = 10_000
 #: How long a task is remembered when the upstream names no ``ttl``.
 DEFAULT_TTL_SECONDS = 3600.0
+
+
+def declares_tasks(params: Any) -> bool:
+    """Whether a 2026-07-28 request's ``_meta`` declares the tasks extension."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    caps = meta.get(_CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
+    extensions = caps.get("extensions") if isinstance(caps, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 def ttl_seconds(ttl_ms: Any) -> float:
