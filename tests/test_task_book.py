@@ -1,4 +1,4 @@
-"""The hub's task ids (mcp_hub.protocol.tasks): they name their upstream, belong to one owner,
+"""The hub's task ids (mcp_hub.hub.tasks): they name their upstream, belong to one owner,
 expire with the task's ttl and are bounded in number."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mcp_hub.protocol.tasks import TaskBook
+from mcp_hub.hub.tasks import TaskBook
 
 
 def test_an_id_names_its_server_and_answers_only_its_owner() -> None:

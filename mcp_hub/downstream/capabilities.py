@@ -16,7 +16,7 @@ the same thing, and only what the hub really serves:
   ``completion/complete`` to the owner of the prompt or template);
 * ``tasks`` (2025-11-25: task-augmented ``tools/call``, ``tasks/list``, ``tasks/cancel``)
   when at least one upstream runs tool calls as tasks (the hub routes every
-  ``tasks/*`` request to the upstream that owns the task: :mod:`mcp_hub.protocol.tasks`);
+  ``tasks/*`` request to the upstream that owns the task: :mod:`mcp_hub.hub.tasks`);
 * ``listChanged`` on every list the hub advertises: it forwards every change;
 * ``extensions``: each extension the hub passes on
   (:data:`mcp_hub.protocol.apps.RELAYED_EXTENSIONS`, MCP Apps) that at least one usable

@@ -29,10 +29,12 @@ from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions
 from mcp_hub.downstream.replicas.sessions import remember_level, remember_subscription
+from mcp_hub.downstream.task_methods import TaskMethods, TaskUpdateParams
 from mcp_hub.downstream.visibility import CallerListen, ToolsDigest, uses_server
 from mcp_hub.hub.access import Caller, remember_caller
 from mcp_hub.hub.interface import ServingHub
 from mcp_hub.hub.list_freshness import hint_fields
+from mcp_hub.hub.tasks import declares_tasks
 from mcp_hub.telemetry.middleware import RequestSpans
 
 __all__ = ["HubServer", "build_server"]
@@ -128,37 +130,60 @@ class _Handlers:
             is_error=True)
 
     def task_owner(self, ctx: Ctx) -> tuple[str, Any]:
-        """Who owns a task started by this request: the caller's identity and its
-        downstream session (its HTTP session id, else the connection); and the
-        connection told of the task's status changes."""
+        """Who owns a task started by this request: the caller's identity when it has
+        one (its tasks outlive the session: mcp_hub.hub.tasks), else its downstream session
+        (its HTTP session id, else the connection; a sessionless 2026-07-28 request: the
+        endpoint); and the connection told of the task's status changes."""
         conn = connection_of(ctx)
-        session = getattr(conn, "session_id", None) or f"connection:{id(conn)}"
-        return f"{self.who(ctx).identity or ''}\n{session}", conn
+        who = self.who(ctx)
+        if who.identity:
+            return f"identity:{who.identity}", conn
+        session = getattr(conn, "session_id", None)
+        if session is None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # A 2026-07-28 request without a session or an identity: nothing but the
+            # endpoint names the caller; the hub's random task id is the key.
+            return f"endpoint:{who.profile or ''}", conn
+        return f"session:{session or f'connection:{id(conn)}'}", conn
 
     async def call_task(self, ctx: Ctx) -> dict[str, Any]:
         """A task-augmented ``tools/call``: the pipeline as for any call, the upstream's
-        task under the hub's own id (mcp_hub.protocol.tasks)."""
+        task under the hub's own id (mcp_hub.hub.tasks)."""
         params = types.CallToolRequestParams.model_validate(ctx.params or {}, by_name=False)
-        assert params.task is not None
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        # 2026-07-28 extension: the upstream decides (a legacy ``task`` is not passed on).
+        task = None if modern or params.task is None else params.task.model_dump(
+            by_alias=True, exclude_none=True)
         hub = self.hub
         conn = _track(hub, ctx, self.who(ctx))
         owner, listener = self.task_owner(ctx)
         call = SessionCallContext(ctx, params.name, hub)
         with hub.open_calls.track(getattr(conn, "session_id", None), ctx.request_id):
-            answer = await hub.call_tool_task(
-                params.name, params.arguments, params.task.model_dump(by_alias=True, exclude_none=True),
-                call, profile=self.who(ctx), owner=owner, listener=listener)
+            if modern:  # the upstream may ask its questions first (input rounds)
+                answer = await run_with_rounds(
+                    hub.rounds, ctx, params, method="tools/call", target=params.name, hub=hub,
+                    invoke=lambda round_call: hub.call_tool_task(
+                        params.name, params.arguments, None, round_call, profile=self.who(ctx),
+                        owner=owner, listener=listener))
+            else:
+                answer = await hub.call_tool_task(
+                    params.name, params.arguments, task, call, profile=self.who(ctx),
+                    owner=owner, listener=listener)
         if isinstance(answer, dict):
             return answer
-        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+        plain = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if modern:
+            plain.setdefault("resultType", "complete")
+        return plain
 
     async def task_request(self, ctx: Ctx, params: types.RequestParams) -> dict[str, Any]:
-        """``tasks/get``, ``tasks/result``, ``tasks/cancel``: routed to the task's upstream."""
-        owner, _ = self.task_owner(ctx)
+        """``tasks/get``, ``tasks/result``, ``tasks/cancel``, ``tasks/update``: routed to
+        the task's upstream."""
+        owner, conn = self.task_owner(ctx)
         body = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         body.pop("_meta", None)
         call = SessionCallContext(ctx, ctx.method, self.hub)
-        return await self.hub.task_request(self.who(ctx), owner, ctx.method, body, call)
+        return await self.hub.task_request(self.who(ctx), owner, ctx.method, body, call,
+                                           listener=conn)
 
     async def list_tasks(self, ctx: Ctx, params: types.PaginatedRequestParams) -> dict[str, Any]:
         """``tasks/list``: this caller's tasks in this session, over every upstream."""
@@ -239,16 +264,18 @@ class _Handlers:
 
 
 class TaskCalls:
-    """Server middleware: a ``tools/call`` with a ``task`` goes to ``call_task``."""
+    """Server middleware: a ``tools/call`` that may become a task goes to ``call_task``:
+    a handshake-era one with a ``task``, a 2026-07-28 one whose client declares the
+    tasks extension (mcp_hub.downstream.task_methods)."""
 
     def __init__(self, call_task: Callable[[Ctx], Awaitable[dict[str, Any]]]) -> None:
         self.call_task = call_task
 
     async def __call__(self, ctx: Ctx, call_next: CallNext) -> HandlerResult:
         params = ctx.params
-        if (ctx.method == "tools/call" and isinstance(params, Mapping)
-                and params.get("task") is not None
-                and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS):
+        if ctx.method == "tools/call" and isinstance(params, Mapping) and (
+                declares_tasks(dict(params)) if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+                else params.get("task") is not None):
             return await self.call_task(ctx)
         return await call_next(ctx)
 
@@ -295,12 +322,14 @@ def build_server(hub: ServingHub, profile: str | None = None) -> HubServer:
     install_state_boundary(server, hub.rounds.ttl, hub.config.hub.http.session_secret)
     server.middleware.append(DiscoverAfterStartup(hub.wait_lists))
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, h.set_level)
-    # 2025-11-25 tasks (mcp_hub.protocol.tasks): a task-augmented tools/call is answered before the
+    # 2025-11-25 tasks (mcp_hub.hub.tasks): a task-augmented tools/call is answered before the
     # SDK's tools/call result check, which knows no CreateTaskResult.
+    server.middleware.append(TaskMethods())
     server.middleware.append(TaskCalls(h.call_task))
     server.add_request_handler("tasks/get", types.GetTaskRequestParams, h.task_request)
     server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, h.task_request)
     server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, h.task_request)
+    server.add_request_handler("tasks/update", TaskUpdateParams, h.task_request)
     server.add_request_handler("tasks/list", types.PaginatedRequestParams, h.list_tasks)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
     server.add_notification_handler(

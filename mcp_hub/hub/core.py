@@ -37,6 +37,8 @@ from mcp_hub.hub.open_calls import OpenCalls
 from mcp_hub.hub.serving import ServingMixin, with_task_id
 from mcp_hub.hub.sessions import ChangeKind, SessionTracker
 from mcp_hub.hub.startup import StartupGate
+from mcp_hub.hub.task_owners import TaskOwners
+from mcp_hub.hub.tasks import TaskBook, TaskForwarder, ttl_seconds
 from mcp_hub.hub.tool_listing import ToolListing
 from mcp_hub.pipeline import runtime
 from mcp_hub.pipeline.builtin_binding import bound_builtins
@@ -48,7 +50,6 @@ from mcp_hub.plumbing.flights import Flights
 from mcp_hub.protocol.apps import RenderedApps, app_session_key
 from mcp_hub.protocol.log_levels import below_level, client_log_level
 from mcp_hub.protocol.roots import ClientRoots
-from mcp_hub.protocol.tasks import TaskBook
 from mcp_hub.redact import Secrets, redact
 from mcp_hub.redact import attach as attach_secrets
 from mcp_hub.redact import detach as detach_secrets
@@ -215,6 +216,9 @@ class Hub(ServingMixin):
         #: State shared with other replicas ([state] url; embedded without one).
         self.state: StateBackend = open_state(config.state.url)
         self.per_user.state = self.state  # connect links and flows, shared by replicas
+        #: Who owns each task, for every replica (mcp_hub.hub.task_owners).
+        self.task_owners = TaskOwners(self.state)
+        self.task_forwarder: TaskForwarder | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Self:
@@ -601,24 +605,28 @@ class Hub(ServingMixin):
         return self.drain.cancelled(name)
 
     async def call_tool_task(
-        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any],
+        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any] | None,
         call: CallContext, *, profile: Caller | str | None, owner: str, listener: Any = None,
     ) -> dict[str, Any] | types.CallToolResult:
-        """A task-augmented ``tools/call`` (2025-11-25 tasks) through the whole pipeline.
+        """A ``tools/call`` that may become a task, through the whole pipeline.
 
-        ``task`` goes to the upstream with the call. When the upstream answers with a
-        task, the hub records it for ``owner`` (mcp_hub.protocol.tasks) and answers with the
-        hub's own task id; a tool that ran at once (a builtin, an upstream that ignores
-        ``task``) gives its result as usual.
+        2025-11-25: ``task`` goes to the upstream with the call. 2026-07-28 extension
+        (``task`` None): the upstream decides, and answers a flat ``CreateTaskResult``.
+        When the upstream answers with a task, the hub records it for ``owner``
+        (mcp_hub.hub.tasks) and answers with the hub's own task id; a tool that ran at once
+        (a builtin, an upstream that ignores ``task``) gives its result as usual.
         """
         call.task = task
+        call.task_extension = task is None
         result = await self.call_tool(name, arguments, call, profile=profile)
         if call.created_task is None:
             return result
         server, answer = call.created_task
-        created = answer["task"]
+        created = answer["task"] if isinstance(answer.get("task"), dict) else answer
         upstream_id = str(created.get("taskId"))
-        hub_id = self.tasks.add(server, upstream_id, owner, created.get("ttl"), listener)
+        ttl = created.get("ttl", created.get("ttlMs"))
+        hub_id = self.tasks.add(server, upstream_id, owner, ttl, listener)
+        await self.task_owners.record(hub_id, server, upstream_id, owner, ttl_seconds(ttl))
         return with_task_id(answer, upstream_id, hub_id)
 
     def _app_tool(self, name: str, call: CallContext, caller: Caller) -> str:

@@ -41,6 +41,8 @@ from mcp_hub.state import StateBackend
 if TYPE_CHECKING:
     from mcp_hub.auth.audit import AuditLog
     from mcp_hub.eras.held import LocalHeldRounds
+    from mcp_hub.hub.task_owners import TaskOwners
+    from mcp_hub.hub.tasks import TaskForwarder
     from mcp_hub.telemetry import Telemetry, TelemetryOff
     from mcp_hub.upstream import ServerConnection, UpstreamStatus
     from mcp_hub.upstream.peruser.service import ConnectAnswer
@@ -101,11 +103,17 @@ class ServingHub(Protocol):
 
     # ------------------------------------------------------------------ tasks
     async def call_tool_task(
-        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any],
+        self, name: str, arguments: dict[str, Any] | None, task: dict[str, Any] | None,
         call: CallContext, *, profile: Caller | str | None, owner: str, listener: Any = None,
     ) -> dict[str, Any] | types.CallToolResult: ...
     async def task_request(self, caller: Caller, owner: str, method: str,
-                           params: dict[str, Any], call: CallContext | None) -> dict[str, Any]: ...
+                           params: dict[str, Any], call: CallContext | None,
+                           listener: Any = None) -> dict[str, Any]: ...
+    async def serve_task_for_replica(self, hub_id: str, digest: str, method: str,
+                                     params: dict[str, Any]) -> dict[str, Any]: ...
+    @property
+    def task_owners(self) -> TaskOwners: ...
+    task_forwarder: TaskForwarder | None
     async def list_tasks(self, caller: Caller, owner: str,
                          call: CallContext | None) -> dict[str, Any]: ...
 

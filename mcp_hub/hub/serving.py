@@ -10,6 +10,7 @@ class in; it owns the attributes declared here.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,11 @@ from mcp_hub.hub.list_freshness import ListHintValue, list_hint
 from mcp_hub.hub.metrics import Metrics
 from mcp_hub.hub.sessions import SessionTracker
 from mcp_hub.hub.startup import StartupGate
+from mcp_hub.hub.task_owners import OwnedTask, TaskOwners, owner_digest
+from mcp_hub.hub.tasks import TaskBook, TaskForwarder, TaskRecord
 from mcp_hub.pipeline.context import CallContext
 from mcp_hub.protocol.apps import RenderedApps, app_session_key, split_ui
 from mcp_hub.protocol.log_levels import client_log_level, most_verbose, set_client_log_level
-from mcp_hub.protocol.tasks import TaskBook, TaskRecord
 from mcp_hub.registry.tool_registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -57,8 +59,12 @@ class ServingMixin:
     startup: StartupGate
     sessions: SessionTracker
     metrics: Metrics
-    #: The upstreams' tasks the hub's clients started (mcp_hub.protocol.tasks).
+    #: The upstreams' tasks the hub's clients started (mcp_hub.hub.tasks).
     tasks: TaskBook
+    #: Who owns each task, for every replica (mcp_hub.hub.task_owners).
+    task_owners: TaskOwners
+    #: Carries ``tasks/*`` to the replica holding a task (set with a replica bus).
+    task_forwarder: TaskForwarder | None
     #: Resource subscriptions: uri -> connections that asked for it (changed only here).
     resource_subscribers: dict[str, list[Any]]
     #: Which servers' apps each client session read (routes an app's own tool names).
@@ -210,34 +216,87 @@ class ServingMixin:
         await self.upstreams.set_logging_level(most_verbose(levels))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ tasks
-    def _task_of(self, caller: Caller, owner: str, task_id: Any) -> tuple[TaskRecord, Any]:
-        """The owner's task and its upstream connection; an unknown id, another owner's
-        task and a server the caller may not use all get the same error."""
-        record = self.tasks.find(task_id, owner) if isinstance(task_id, str) else None
-        conn = None
-        if record is not None:
-            policy = self.access.policy(caller)
-            if policy.unrestricted or policy.server(record.server):
-                conn = self.upstreams.connection(record.server)
-        if record is None or conn is None:
+    async def _task_of(self, caller: Caller, owner: str, task_id: Any
+                       ) -> tuple[OwnedTask, Any]:
+        """The owner's task, and its upstream connection when this replica holds it
+        (None: another replica does, :attr:`task_forwarder` carries the request there).
+        An unknown id, another owner's task and a server the caller may not use all get
+        the same error."""
+        found: OwnedTask | None = None
+        if isinstance(task_id, str):
+            local = self.tasks.find(task_id, owner)
+            found = (OwnedTask(task_id, local.server, local.upstream_id, self.task_owners.replica)
+                     if local is not None else await self.task_owners.find(task_id, owner))
+        policy = self.access.policy(caller)
+        if found is None or not (policy.unrestricted or policy.server(found.server)):
             raise MCPError(types.INVALID_PARAMS, UNKNOWN_TASK)
-        return record, conn
+        if found.replica != self.task_owners.replica:
+            if self.task_forwarder is None:
+                raise MCPError(types.INVALID_PARAMS, UNKNOWN_TASK)
+            return found, None
+        conn = self.upstreams.connection(found.server) if self.tasks.get(task_id) else None
+        if conn is None:
+            raise MCPError(types.INVALID_PARAMS, UNKNOWN_TASK)
+        return found, conn
 
     async def task_request(self, caller: Caller, owner: str, method: str,
-                           params: dict[str, Any], call: CallContext | None
-                           ) -> dict[str, Any]:
+                           params: dict[str, Any], call: CallContext | None,
+                           listener: Any = None) -> dict[str, Any]:
         """``tasks/get``, ``tasks/result`` or ``tasks/cancel`` for the owner's task, sent
-        to the upstream that runs it with the upstream's own id; ids in the answer become
-        the hub's again."""
-        hub_id = params.get("taskId")
-        record, conn = self._task_of(caller, owner, hub_id)
-        answer = await conn.raw_request(method, {**params, "taskId": record.upstream_id}, call)
-        return with_task_id(answer, record.upstream_id, str(hub_id))
+        to the upstream that runs it with the upstream's own id (through the replica
+        holding it when that is another); ids in the answer become the hub's again.
+        ``listener``, the asking connection, gets the task's status changes from now on
+        (a client that reconnected)."""
+        hub_id = str(params.get("taskId"))
+        task, conn = await self._task_of(caller, owner, params.get("taskId"))
+        body = {**params, "taskId": task.upstream_id}
+        if conn is None:
+            assert self.task_forwarder is not None
+            answer = await self.task_forwarder.forward(task, owner_digest(owner), method, body)
+        else:
+            if listener is not None:
+                self.tasks.listen(hub_id, listener)
+            answer = await conn.raw_request(method, body, call)
+        return with_task_id(answer, task.upstream_id, hub_id)
+
+    async def serve_task_for_replica(self, hub_id: str, digest: str, method: str,
+                                     params: dict[str, Any]) -> dict[str, Any]:
+        """A ``tasks/*`` request another replica carried here for a task this one holds;
+        ``digest`` (the owner's, :func:`mcp_hub.hub.task_owners.owner_digest`) must match."""
+        record = self.tasks.get(hub_id)
+        if record is None or not secrets.compare_digest(
+                owner_digest(record.owner).encode(), digest.encode()):
+            raise MCPError(types.INVALID_PARAMS, UNKNOWN_TASK)
+        conn = self.upstreams.connection(record.server)
+        if conn is None:
+            raise MCPError(types.INVALID_PARAMS, UNKNOWN_TASK)
+        return await conn.raw_request(method, {**params, "taskId": record.upstream_id}, None)
 
     async def list_tasks(self, caller: Caller, owner: str, call: CallContext | None
                          ) -> dict[str, Any]:
-        """``tasks/list``: the owner's tasks only, as their upstreams list them now."""
+        """``tasks/list``: the owner's tasks only, as their upstreams list them now (those
+        another replica holds, as that replica's ``tasks/get`` answers)."""
         mine = self.tasks.owned(owner)
+        listed = await self._list_local_tasks(mine, call)
+        policy = self.access.policy(caller)
+        for task in await self.task_owners.owned(owner):
+            if task.hub_id in mine or task.replica == self.task_owners.replica \
+                    or self.task_forwarder is None \
+                    or not (policy.unrestricted or policy.server(task.server)):
+                continue
+            try:
+                got = await self.task_forwarder.forward(
+                    task, owner_digest(owner), "tasks/get", {"taskId": task.upstream_id})
+            except MCPError as exc:
+                logger.info("tasks/get of a task on another replica failed: %s", exc.message)
+                continue
+            got.pop("_meta", None)
+            listed.append(with_task_id(got, task.upstream_id, task.hub_id))
+        return {"tasks": listed}
+
+    async def _list_local_tasks(self, mine: dict[str, TaskRecord], call: CallContext | None
+                                ) -> list[dict[str, Any]]:
+        """The upstreams' ``tasks/list`` pages, kept to the tasks in ``mine``."""
         hub_ids = {(r.server, r.upstream_id): hub_id for hub_id, r in mine.items()}
         listed: list[dict[str, Any]] = []
         for server in sorted({r.server for r in mine.values()}):
@@ -259,7 +318,7 @@ class ServingMixin:
                 cursor = page.get("nextCursor")
                 if not cursor:
                     break
-        return {"tasks": listed}
+        return listed
 
     async def task_status(self, server: str, params: dict[str, Any]) -> None:
         """An upstream's ``notifications/tasks/status``: to the task's owner, hub id in."""

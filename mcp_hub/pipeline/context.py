@@ -94,6 +94,9 @@ class CallContext:
     #: :attr:`created_task`.
     task: dict[str, Any] | None = None
     created_task: tuple[str, dict[str, Any]] | None = None
+    #: The client declared the 2026-07-28 tasks extension: the upstream may answer this
+    #: call with a flat ``CreateTaskResult`` (``resultType: "task"``), kept the same way.
+    task_extension: bool = False
 
     def claims(self) -> dict[str, str]:
         """The identity claims a rewritten argument may use: ``sub``, ``email``, ``name``

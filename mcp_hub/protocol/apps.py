@@ -53,6 +53,8 @@ UI_SCHEME = "ui://"
 #: upstream sessions declare.
 RELAYED_EXTENSIONS: Mapping[str, Mapping[str, Any]] = {
     UI_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]},
+    # The 2026-07-28 tasks extension: task ids and tasks/* are the hub's (mcp_hub.hub.tasks).
+    "io.modelcontextprotocol/tasks": {},
 }
 #: The legacy flat key some servers still put next to (or instead of) ``_meta.ui``.
 _LEGACY_RESOURCE_KEY = "ui/resourceUri"

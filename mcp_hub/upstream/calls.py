@@ -26,6 +26,7 @@ from mcp_hub.upstream.failures import CallLost, validation_summary
 from mcp_hub.upstream.in_flight import InFlightCall, current_call
 from mcp_hub.upstream.lean_call import RawRequest, send_call
 from mcp_hub.upstream.lenient import declaring
+from mcp_hub.upstream.modern import TaskAnswer, TaskCallToolRequest
 from mcp_hub.upstream.relay_order import RelayBarrier
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import INVALID_RESPONSE
@@ -41,7 +42,10 @@ _PASSED_ON = frozenset((types.URL_ELICITATION_REQUIRED, types.MISSING_REQUIRED_C
 def _call_request(raw: str, args: dict[str, Any] | None, call: CallContext | None) -> Any:
     """The upstream ``tools/call``: typed, or plain JSON when the client asked for a task."""
     if call is None or call.task is None:
-        return types.CallToolRequest(params=types.CallToolRequestParams(name=raw, arguments=args))
+        params = types.CallToolRequestParams(name=raw, arguments=args)
+        if call is not None and call.task_extension:
+            return TaskCallToolRequest(params=params)
+        return types.CallToolRequest(params=params)
     body: dict[str, Any] = {"name": raw, "task": call.task}
     if args is not None:
         body["arguments"] = args
@@ -49,8 +53,12 @@ def _call_request(raw: str, args: dict[str, Any] | None, call: CallContext | Non
 
 
 def _call_result(answer: Any, call: CallContext | None, server: str) -> types.CallToolResult:
-    """A task-augmented call's ``CreateTaskResult`` goes to ``call.created_task``; the
+    """A task-augmented call's ``CreateTaskResult`` (2025-11-25: a ``task`` object;
+    2026-07-28 extension: flat, ``resultType: "task"``) goes to ``call.created_task``; the
     pipeline goes on with an empty result in its place (the downstream answers the task)."""
+    if isinstance(answer, TaskAnswer) and call is not None:
+        call.created_task = (server, answer.model_dump(by_alias=True, exclude_none=True))
+        return types.CallToolResult(content=[])
     if not isinstance(answer, dict):
         return answer  # type: ignore[no-any-return]
     if isinstance(answer.get("task"), dict) and call is not None:

@@ -117,7 +117,8 @@ async def send_call(
     """``tools/call`` on the lean path when it applies, else the SDK's (rounds and all)."""
     if isinstance(request, RawRequest):
         return await sdk_client.send_raw(session, request.method, request.body, progress_callback)
-    dispatcher = lean_dispatcher(session) if isinstance(request, types.CallToolRequest) else None
+    # Only the plain request: a tools/call that may become a task takes the SDK's path.
+    dispatcher = lean_dispatcher(session) if type(request) is types.CallToolRequest else None
     params = request.params if dispatcher is not None else None
     if dispatcher is None or params is None or not _PLAIN_FIELDS.issuperset(
             params.model_fields_set):

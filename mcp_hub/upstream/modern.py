@@ -46,14 +46,14 @@ from mcp.types import (
     ServerCapabilities,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from mcp_hub.compat.sdk_modules import negotiate_auto, run_input_required_driver
 from mcp_hub.pipeline.context import INPUT_KEY, CallContext
 
 __all__ = [
-    "Protocol", "is_modern", "keepalive_request", "open_session",
-    "send_resolving_rounds",
+    "Protocol", "TaskAnswer", "TaskCallToolRequest", "is_modern", "keepalive_request",
+    "open_session", "send_resolving_rounds",
 ]
 
 Protocol = Literal["auto", "2025", "2026"]
@@ -86,8 +86,22 @@ def keepalive_request(session: ClientSession) -> tuple[Any, type[Any]]:
     return PingRequest(), EmptyResult
 
 
+class TaskCallToolRequest(CallToolRequest):
+    """A ``tools/call`` whose client declared the 2026-07-28 tasks extension: the server
+    may answer it with a task (:class:`TaskAnswer`) instead of a result."""
+
+
+class TaskAnswer(BaseModel):
+    """A flat ``CreateTaskResult`` (``resultType: "task"``), kept as the server sent it."""
+
+    model_config = ConfigDict(extra="allow")
+    resultType: Literal["task"]
+    taskId: str
+
+
 _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {
     CallToolRequest: TypeAdapter(CallToolResult | InputRequiredResult),
+    TaskCallToolRequest: TypeAdapter(TaskAnswer | CallToolResult | InputRequiredResult),
     GetPromptRequest: TypeAdapter(GetPromptResult | InputRequiredResult),
     ReadResourceRequest: TypeAdapter(ReadResourceResult | InputRequiredResult),
 }

@@ -342,7 +342,7 @@ class HttpFastPath:
                 or (meta is not None and (not isinstance(meta, dict) or "progressToken" in meta))):
             return False  # a progress token needs the stream: the SDK path serves it
         if "task" in params:
-            return False  # a task-augmented call: the SDK path (mcp_hub.protocol.tasks)
+            return False  # a task-augmented call: the SDK path (mcp_hub.hub.tasks)
         key = (session.sid, str(rid))
         if key in self.calls:
             return False

@@ -24,6 +24,7 @@ from mcp_hub.downstream.replicas.event_mirror import EventMirror, MirroredReplay
 from mcp_hub.downstream.replicas.round_relay import relay_rounds
 from mcp_hub.downstream.replicas.sealed_session import SessionSealer
 from mcp_hub.downstream.replicas.sessions import Lifetimes, ReplicaSessions
+from mcp_hub.downstream.task_relay import relay_tasks
 from mcp_hub.hub.interface import ServingHub
 from mcp_hub.state import StateBackend
 
@@ -57,6 +58,7 @@ def attach_bus(state: StateBackend, managers: Iterable[HookedSessionManager],
     resumption.mirror = EventMirror(state, events, resumption.grace)
     bus.on_resumed = resumption.resumed
     relay_rounds(bus, replicas.hub.rounds)  # a round's retry may reach another replica
+    relay_tasks(bus, replicas.hub)  # so may a task's tasks/get, tasks/result, ...
     return bus
 
 

@@ -166,7 +166,7 @@ class StdioFastPath(JsonRpcDownstream):
         meta = params.get("_meta")
         if not isinstance(name, str) or not isinstance(arguments, dict) or (
                 meta is not None and not isinstance(meta, dict)) or "task" in params:
-            return False  # a task-augmented call: the SDK path (mcp_hub.protocol.tasks)
+            return False  # a task-augmented call: the SDK path (mcp_hub.hub.tasks)
         token = meta.get("progressToken") if meta else None
         if token is not None and not is_request_id(token):
             return False
