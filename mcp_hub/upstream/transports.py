@@ -149,7 +149,7 @@ def _oauth(name: str, config: ServerConfig, probe: TransportProbe,
         on_eof(f"needs login ({reason}): {login_hint(name)}")
 
     def logged_out() -> None:
-        if config.oauth.grant == "client_credentials":
+        if config.oauth.machine_grant:
             on_eof("the stored OAuth tokens were deleted; connecting again with new ones")
         else:
             needs_login("the stored tokens were deleted (mcp-hub logout)")

@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     python -m tests.conformance.client_run                      # every scenario below
     python -m tests.conformance.client_run auth/scope-step-up   # some of them
+    python -m tests.conformance.client_run --next               # the 0.2 suite's scenarios
 
 Each scenario starts the suite's test server (and authorization server) and runs
 ``tests/conformance/oauth_client.py``, which drives the hub through its CLI only.
@@ -20,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from tests.conformance.results import ScenarioResult, classify
-from tests.conformance.run import NODE, ROOT, SUITE_JS
+from tests.conformance.run import NODE, ROOT, SUITE_JS, SUITE_JS_NEXT
 
 #: The dated auth scenarios (2025-03-26, 2025-06-18, 2025-11-25), the draft ones and the
 #: client-credentials extension with a client secret.
@@ -32,16 +33,20 @@ AUTH_SCENARIOS = [
     "auth/token-endpoint-auth-none", "auth/pre-registration",
     "auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback",
     "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
-    "auth/client-credentials-basic",
+    "auth/client-credentials-basic", "auth/client-credentials-jwt",
 ]
+#: Extension scenarios of the suite's 0.2 line (``conformance-next``): DPoP-bound tokens
+#: and the JWT-bearer grant of workload identity federation.
+NEXT_SCENARIOS = ["auth/dpop", "auth/dpop-nonce", "auth/wif-jwt-bearer"]
 CORE_SCENARIOS = ["initialize", "tools_call"]
 DRIVER = f"cd {ROOT} && {sys.executable} -m tests.conformance.oauth_client"
 
 
-def run_scenario(scenario: str, timeout_s: float = 300.0) -> ScenarioResult:
+def run_scenario(scenario: str, timeout_s: float = 300.0,
+                 suite_js: Path = SUITE_JS) -> ScenarioResult:
     """Run one client scenario against the driver; the result of its checks."""
     with tempfile.TemporaryDirectory(prefix="hub-client-conformance-") as tmp:
-        cmd = [str(NODE), str(SUITE_JS), "client", "--command", DRIVER, "--scenario", scenario,
+        cmd = [str(NODE), str(suite_js), "client", "--command", DRIVER, "--scenario", scenario,
                "--timeout", str(int(timeout_s * 1000) - 5000), "-o", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + 30,
                               env={**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"},
@@ -57,10 +62,13 @@ def run_scenario(scenario: str, timeout_s: float = 300.0) -> ScenarioResult:
 
 
 def main(argv: list[str]) -> int:
-    scenarios = argv or [*AUTH_SCENARIOS, *CORE_SCENARIOS]
+    suite_js = SUITE_JS_NEXT if "--next" in argv else SUITE_JS
+    argv = [a for a in argv if a != "--next"]
+    default = NEXT_SCENARIOS if suite_js == SUITE_JS_NEXT else [*AUTH_SCENARIOS, *CORE_SCENARIOS]
+    scenarios = argv or default
     failed = 0
     for scenario in scenarios:
-        result = run_scenario(scenario)
+        result = run_scenario(scenario, suite_js=suite_js)
         failed += result.status == "fail"
         print(f"{result.status.upper():5} {scenario}" + (f"  {result.reason}" if result.reason
                                                          else ""), flush=True)

@@ -6,7 +6,9 @@ scenario in ``MCP_CONFORMANCE_SCENARIO`` and its credentials, if any, in
 and a servers.toml, as a user would:
 
 1. write a servers.toml naming the test server with ``auth = "oauth"`` (and the
-   pre-registered or client-credentials identity the scenario hands out);
+   pre-registered or client-credentials identity the scenario hands out: a secret,
+   a private key (``private_key_jwt``) or a workload JWT (``jwt_bearer``), each
+   key or JWT in a file; ``dpop = true`` for the DPoP scenarios);
 2. ``mcp-hub login up --no-browser``: read the URL it prints and follow it (the
    suite's authorization endpoint redirects at once, to the login's loopback port);
 3. ``mcp-hub tools --json``, then ``mcp-hub call`` for each of the server's tools;
@@ -46,7 +48,32 @@ def _toml(url: str, scenario: str, context: dict[str, str], state_dir: str) -> s
                       f"client_secret = {json.dumps(context['client_secret'])}"]
         if scenario.startswith("auth/client-credentials"):
             lines.append('grant = "client_credentials"')
+        lines += _key_grant_lines(scenario, context, state_dir)
     return "\n".join(lines) + "\n"
+
+
+def _secret_file(state_dir: str, name: str, text: str) -> str:
+    path = Path(state_dir).parent / name
+    path.write_text(text)
+    path.chmod(0o600)
+    return str(path)
+
+
+def _key_grant_lines(scenario: str, context: dict[str, str], state_dir: str) -> list[str]:
+    """``private_key_jwt``, ``jwt_bearer`` and ``dpop`` keys for the scenarios that hand
+    out a key or a workload JWT, or want sender-constrained tokens."""
+    if "private_key_pem" in context:
+        key = _secret_file(state_dir, "client-key.pem", context["private_key_pem"])
+        return [f"client_id = {json.dumps(context['client_id'])}",
+                'client_auth = "private_key_jwt"', f"private_key_file = {json.dumps(key)}",
+                f"signing_algorithm = {json.dumps(context.get('signing_algorithm', 'ES256'))}"]
+    if "valid_jwt" in context:
+        jwt_file = _secret_file(state_dir, "workload.jwt", context["valid_jwt"])
+        return [f"client_id = {json.dumps(context['client_id'])}", 'grant = "jwt_bearer"',
+                f"assertion_file = {json.dumps(jwt_file)}"]
+    if scenario.startswith("auth/dpop"):
+        return ["dpop = true"]
+    return []
 
 
 def _run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -25,7 +25,8 @@ import anyio
 from mcp_hub.config import ServerConfig
 from mcp_hub.state import StateUnavailable
 from mcp_hub.upstream.oauth.kvstore import StateStore
-from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider
+from mcp_hub.upstream.oauth.machine import machine_auth
+from mcp_hub.upstream.oauth.provider import HubOAuthProvider, _HubFlow
 from mcp_hub.upstream.oauth.secretbox import SecretBox
 from mcp_hub.upstream.oauth.tokens import (
     HUB_IDENTITY,
@@ -87,13 +88,13 @@ def oauth_status(servers: Mapping[str, ServerConfig]) -> dict[str, Any]:
 
 
 def hub_auth(name: str, config: ServerConfig, on_needs_login: Callable[[str], None]
-             ) -> HubOAuthProvider | HubClientCredentialsProvider:
+             ) -> _HubFlow:
     """The ``httpx`` auth a running hub uses for server ``name`` (never interactive)."""
     assert config.url is not None
     settings = config.oauth  # its client_secret is among the manager's secret values
     store = token_store(name, config)
-    if settings.grant == "client_credentials":
-        return HubClientCredentialsProvider(config.url, store, settings)
+    if settings.machine_grant:
+        return machine_auth(config.url, store, settings, on_needs_login)
     return HubOAuthProvider(config.url, store, settings, redirect_uri=DEFAULT_REDIRECT,
                             on_needs_login=on_needs_login)
 
