@@ -140,7 +140,7 @@ def _key_problems(s: OAuthSettings) -> list[str]:
                             "remove client_secret")
     elif s.private_key_file or s.signing_algorithm:
         key = "private_key_file" if s.private_key_file else "signing_algorithm"
-        problems.append(f"{key} needs client_auth = \"private_key_jwt\"")
+        problems.append(f"{key} needs client_auth 'private_key_jwt'")
     if s.grant == "jwt_bearer":
         if not s.assertion_file:
             problems.append("grant 'jwt_bearer' needs assertion_file (the workload's JWT)")
@@ -148,7 +148,7 @@ def _key_problems(s: OAuthSettings) -> list[str]:
             problems.append("grant 'jwt_bearer' authenticates with the assertion: remove "
                             "client_auth")
     elif s.assertion_file:
-        problems.append("assertion_file needs grant = \"jwt_bearer\"")
+        problems.append("assertion_file needs grant 'jwt_bearer'")
     for key in ("private_key_file", "assertion_file"):
         path = getattr(s, key)
         if path and not Path(path).expanduser().is_file():

@@ -134,8 +134,10 @@ class HubJwtBearerProvider(_HubFlow):
                                        token_endpoint_auth_method="none", scope=settings.scope)
         super().__init__(server_url, metadata, store, None, None)
         self._setup(store, settings, on_needs_login)
+        # The SDK wants a client record (else it registers one); the grant itself sends
+        # client_id only when one is configured.
         self._fixed_client = OAuthClientInformationFull(
-            redirect_uris=None, client_id=settings.client_id or "",
+            redirect_uris=None, client_id=settings.client_id or "jwt-bearer",
             grant_types=[JWT_BEARER_GRANT_TYPE], token_endpoint_auth_method="none")
 
     async def _initialize(self) -> None:
