@@ -11,19 +11,11 @@ every token's signature and, with the DPoP check in front
 from __future__ import annotations
 
 import json
-import subprocess
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
-import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from mcp.types import TextContent
 
@@ -33,58 +25,12 @@ from mcp_hub.errors import ConfigError
 from mcp_hub.hub import Hub
 from mcp_hub.upstream.oauth.attach import token_store
 from mcp_hub.upstream.oauth.dpop import DpopKey
-from tests.hubtest import ROOT
-from tests.oauth_parts import hub_cli, protected_server, require_parts, server_toml
+from tests.oauth_key_parts import key_server, pems, workload_jwt
+from tests.oauth_parts import hub_cli, protected_server, server_toml
 
 pytestmark = pytest.mark.anyio
 
-KEY_SERVER = ROOT / "tests" / "fixtures" / "oauth" / "key_auth_server.mjs"
 CLIENT_ID = "hub-machine"
-
-
-@dataclass
-class KeyServer:
-    url: str
-
-    def requests(self) -> list[dict[str, Any]]:
-        data: list[dict[str, Any]] = httpx2.get(f"{self.url}/test/stats", timeout=5).json()[
-            "requests"]
-        return data
-
-    def trust(self, **pems: str) -> None:
-        httpx2.post(f"{self.url}/test/keys", json=pems, timeout=5).raise_for_status()
-
-    def refuse(self, error: str | None) -> None:
-        httpx2.post(f"{self.url}/test/refuse", json={"error": error}, timeout=5).raise_for_status()
-
-
-@contextmanager
-def key_server(token_seconds: int) -> Iterator[KeyServer]:
-    node = require_parts()
-    proc = subprocess.Popen([node, str(KEY_SERVER), str(token_seconds)], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()  # bounded: the process prints or exits
-        assert line.startswith("READY "), f"key auth server did not start: {line!r}"
-        yield KeyServer(line.split(" ", 1)[1])
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def _pems(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> tuple[str, str]:
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo)
-    return private, public.decode()
-
-
-def _workload_jwt(key: rsa.RSAPrivateKey, audience: str, sub: str) -> str:
-    now = int(time.time())
-    return jwt.encode({"iss": "https://idp.example", "sub": sub, "aud": audience, "iat": now,
-                       "exp": now + 600}, key, algorithm="RS256")
 
 
 def _text(result: object) -> str:
@@ -108,7 +54,7 @@ def _state_files(tmp: Path) -> list[bytes]:
 
 async def test_private_key_jwt_authenticates_client_credentials_with_a_key(
         tmp_path: Path) -> None:
-    private, public = _pems(ec.generate_private_key(ec.SECP256R1()))
+    private, public = pems(ec.generate_private_key(ec.SECP256R1()))
     key_file = tmp_path / "client.pem"
     key_file.write_text(private)
     with key_server(token_seconds=600) as auth, \
@@ -131,7 +77,7 @@ async def test_private_key_jwt_authenticates_client_credentials_with_a_key(
         assert not any(b"PRIVATE KEY" in blob for blob in _state_files(tmp_path))
 
         # A key the AS does not know: one refused request, the error named, no retry.
-        key_file.write_text(_pems(ec.generate_private_key(ec.SECP256R1()))[0])
+        key_file.write_text(pems(ec.generate_private_key(ec.SECP256R1()))[0])
         hub_cli(config, "logout", "prot")
         refused = hub_cli(config, "call", "p_whoami")
         assert refused.returncode != 0
@@ -145,8 +91,8 @@ async def test_jwt_bearer_rereads_the_rotated_assertion_file(tmp_path: Path) -> 
     assertion = tmp_path / "token"
     with key_server(token_seconds=2) as auth, \
             protected_server(auth.url, tmp_path / "calls.txt") as url:
-        auth.trust(workload_key=_pems(workload)[1])
-        first = _workload_jwt(workload, auth.url, "workload-a")
+        auth.trust(workload_key=pems(workload)[1])
+        first = workload_jwt(workload, auth.url, "workload-a")
         assertion.write_text(first + "\n")
         config = server_toml(tmp_path, url, f'grant = "jwt_bearer"\nclient_id = "{CLIENT_ID}"\n'
                                             f'assertion_file = "{assertion}"\n')
@@ -157,7 +103,7 @@ async def test_jwt_bearer_rereads_the_rotated_assertion_file(tmp_path: Path) -> 
                 assert ok and "sub=workload-a" in text, text
                 # The platform rotates the file; the next token request (the 2-second token
                 # expires) presents the new one.
-                second = _workload_jwt(workload, auth.url, "workload-b")
+                second = workload_jwt(workload, auth.url, "workload-b")
                 assertion.write_text(second)
                 while "sub=workload-b" not in text:
                     ok, text = await _whoami(hub)
@@ -178,9 +124,9 @@ async def test_a_refused_jwt_bearer_grant_is_named_once_and_not_retried(tmp_path
     assertion = tmp_path / "token"
     with key_server(token_seconds=600) as auth, \
             protected_server(auth.url, tmp_path / "calls.txt") as url:
-        auth.trust(workload_key=_pems(workload)[1])
+        auth.trust(workload_key=pems(workload)[1])
         auth.refuse("invalid_scope")
-        assertion.write_text(_workload_jwt(workload, auth.url, "workload-a"))
+        assertion.write_text(workload_jwt(workload, auth.url, "workload-a"))
         config = server_toml(tmp_path, url, f'grant = "jwt_bearer"\n'
                                             f'assertion_file = "{assertion}"\n')
         async with Hub(load_config(config), load_plugin_modules=False) as hub:
@@ -237,7 +183,7 @@ async def test_dpop_binds_the_token_and_proves_every_request(tmp_path: Path) -> 
 ])
 def test_check_names_what_a_key_grant_is_missing(tmp_path: Path, oauth: str, named: str) -> None:
     key = tmp_path / "key.pem"
-    key.write_text(_pems(ec.generate_private_key(ec.SECP256R1()))[0])
+    key.write_text(pems(ec.generate_private_key(ec.SECP256R1()))[0])
     config = server_toml(tmp_path, "http://127.0.0.1:9/mcp", oauth.replace("KEY", str(key)))
     with pytest.raises(ConfigError) as raised:
         load_config(config)
