@@ -23,8 +23,10 @@ from mcp_hub.config import load_config
 from mcp_hub.context import CallContext
 from mcp_hub.errors import ConfigError
 from mcp_hub.hub import Hub
+from mcp_hub.redact import redact
 from mcp_hub.upstream.oauth.attach import token_store
 from mcp_hub.upstream.oauth.dpop import DpopKey
+from mcp_hub.upstream.oauth.machine import read_secret_file
 from tests.oauth_key_parts import key_server, pems, workload_jwt
 from tests.oauth_parts import hub_cli, protected_server, server_toml
 
@@ -191,3 +193,18 @@ def test_check_names_what_a_key_grant_is_missing(tmp_path: Path, oauth: str, nam
     checked = hub_cli(config, "check")
     assert checked.returncode != 0
     assert named in checked.stdout + checked.stderr
+
+
+def test_dpop_tokens_keys_and_assertions_are_redacted(tmp_path: Path) -> None:
+    opaque = "opaque-access-token-0123456789"
+    assert opaque not in redact(f"sent Authorization: DPoP {opaque}")
+    assertion = tmp_path / "token"
+    assertion.write_text("not-a-jwt-but-a-platform-credential-4711\n")
+    key = tmp_path / "key.pem"
+    key.write_text(pems(ec.generate_private_key(ec.SECP256R1()))[0])
+    read = [read_secret_file(str(assertion), "assertion_file"),
+            read_secret_file(str(key), "private_key_file")]
+    for text in read:
+        body = [line for line in text.splitlines() if "PRIVATE KEY" not in line]
+        said = redact(f"refused: {text}")
+        assert not any(line in said for line in body), said
