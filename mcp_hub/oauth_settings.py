@@ -112,7 +112,15 @@ class OAuthSettings(BaseModel):
     @property
     def client_identity(self) -> str:
         """How the client identifies itself: ``pre-registered``, ``cimd`` (falling back to
-        dynamic registration where the server lacks support) or ``dynamic``."""
+        dynamic registration where the server lacks support) or ``dynamic``; a key grant
+        says which (``private_key_jwt``, ``jwt_bearer``), ``+ dpop`` when tokens are bound."""
+        return self._identity_kind + (" + dpop" if self.dpop else "")
+
+    @property
+    def _identity_kind(self) -> str:
+        kind = _key_identity(self)
+        if kind:
+            return kind
         if self.client_id:
             return "pre-registered"
         if self.client_metadata_url:
@@ -123,6 +131,15 @@ class OAuthSettings(BaseModel):
     def scope(self) -> str | None:
         """The configured scopes as one space-separated string, or None."""
         return " ".join(self.scopes) or None
+
+
+def _key_identity(s: OAuthSettings) -> str | None:
+    """How a key grant identifies itself, for status; None for the other clients."""
+    if s.grant == "jwt_bearer":
+        return "workload jwt_bearer"
+    if s.client_auth == "private_key_jwt":
+        return "pre-registered private_key_jwt"
+    return None
 
 
 def _key_problems(s: OAuthSettings) -> list[str]:

@@ -156,6 +156,7 @@ async def test_dpop_binds_the_token_and_proves_every_request(tmp_path: Path) -> 
                 for _ in range(3):
                     ok, text = await _whoami(hub)
                     assert ok, text
+                assert hub.status()["oauth"]["clients"] == {"prot": "pre-registered + dpop"}
         server = load_config(config).servers["prot"]
         pem = await token_store("prot", server).get_dpop_key()
         assert pem is not None
