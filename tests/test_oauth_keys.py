@@ -16,6 +16,8 @@ from typing import Any
 
 import anyio
 import pytest
+import redis.asyncio as aioredis
+from cryptography.fernet import Fernet
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from mcp.types import TextContent
 
@@ -29,6 +31,7 @@ from mcp_hub.upstream.oauth.dpop import DpopKey
 from mcp_hub.upstream.oauth.machine import read_secret_file
 from tests.oauth_key_parts import key_server, pems, workload_jwt
 from tests.oauth_parts import hub_cli, protected_server, server_toml
+from tests.system_services import redis_server
 
 pytestmark = pytest.mark.anyio
 
@@ -209,3 +212,48 @@ def test_dpop_tokens_keys_and_assertions_are_redacted(tmp_path: Path) -> None:
         body = [line for line in text.splitlines() if "PRIVATE KEY" not in line]
         said = redact(f"refused: {text}")
         assert not any(line in said for line in body), said
+
+
+async def test_replicas_share_the_dpop_key_and_token_through_redis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_HUB_SECRET_KEY", Fernet.generate_key().decode())
+    proofs = tmp_path / "dpop.log"
+    async with redis_server(tmp_path) as redis:
+        with key_server(token_seconds=600) as auth, \
+                protected_server(auth.url, tmp_path / "calls.txt", "--dpop-log",
+                                 str(proofs)) as url:
+            configs = []
+            for name in ("a", "b"):
+                folder = tmp_path / name
+                folder.mkdir()
+                configs.append(server_toml(folder, url, 'grant = "client_credentials"\n'
+                                           f'client_id = "{CLIENT_ID}"\nissuer = "{auth.url}"\n'
+                                           'client_secret = "machine-secret"\ndpop = true\n'))
+                text = configs[-1].read_text().replace(
+                    "[servers.prot]", f'[state]\nurl = "{redis.url}"\n\n[servers.prot]', 1)
+                configs[-1].write_text(text)
+            async with Hub(load_config(configs[0]), load_plugin_modules=False) as first:
+                with anyio.fail_after(60):
+                    await first.wait_ready(20)
+                    assert (await _whoami(first))[0]
+                    async with Hub(load_config(configs[1]), load_plugin_modules=False) as second:
+                        await second.wait_ready(20)
+                        for hub in (first, second, second, first):
+                            ok, text = await _whoami(hub)
+                            assert ok, text
+            assert len(auth.requests()) == 1  # the second replica used the stored token
+            decisions = proofs.read_text().splitlines()
+            assert decisions and all(d.startswith("ok ") for d in decisions), decisions
+            dump = await _redis_values(redis.url)
+            assert dump and not any(b"PRIVATE KEY" in v or b"eyJ" in v for v in dump)
+            for name in ("a", "b"):
+                assert not list((tmp_path / name / "state").rglob("*.bin"))
+
+
+async def _redis_values(url: str) -> list[bytes]:
+    client = aioredis.from_url(url)
+    try:
+        return [v for k in [k async for k in client.scan_iter(match="*")]
+                if (v := await client.get(k)) is not None]
+    finally:
+        await client.aclose()

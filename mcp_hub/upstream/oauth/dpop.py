@@ -104,17 +104,24 @@ class DpopSigner:
     def __init__(self, store: TokenStore) -> None:
         self.store = store
         self._key: DpopKey | None = None
+        self._pem: str | None = None
         self._nonces: dict[str, str] = {}
 
-    async def key(self) -> DpopKey:
-        """The upstream's key: the stored one, or a new one stored now."""
-        if self._key is None:
+    async def key(self, *, fresh: bool = False) -> DpopKey:
+        """The upstream's key: the stored one (read again with ``fresh``), or a new one
+        stored now. Replicas that make one at the same moment end up with whichever
+        was stored last: each token request reads the stored key again, so a replica
+        that lost the race adopts it with its next token."""
+        if self._key is None or fresh:
             pem = await self.store.get_dpop_key()
-            key = DpopKey.from_pem(pem) if pem else DpopKey.generate()
-            if not pem:
-                await self.store.set_dpop_key(key.pem())
-            add_secrets([key.pem()])
-            self._key = key
+            if pem is None:
+                await self.store.set_dpop_key(DpopKey.generate().pem())
+                pem = await self.store.get_dpop_key()
+                if pem is None:
+                    raise OAuthError("the DPoP key could not be stored")
+            if self._key is None or pem != self._pem:
+                add_secrets([pem])
+                self._key, self._pem = DpopKey.from_pem(pem), pem
         return self._key
 
     async def sign(self, request: httpx2.Request, *, resource: bool) -> None:
@@ -130,7 +137,7 @@ class DpopSigner:
             return
         else:
             token = None
-        key = await self.key()
+        key = await self.key(fresh=not resource)
         request.headers["DPoP"] = key.proof(request.method, str(request.url), access_token=token,
                                             nonce=self._nonces.get(_origin(request.url)))
 
