@@ -22,17 +22,19 @@ registered with :mod:`mcp_hub.redact` as they are read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx2
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from mcp.client.auth import OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
-from mcp.shared.auth import JWT_BEARER_GRANT_TYPE, OAuthClientInformationFull
+from mcp.client.auth.utils import issuers_match
+from mcp.shared.auth import JWT_BEARER_GRANT_TYPE, OAuthClientInformationFull, OAuthClientMetadata
 
 from mcp_hub.oauth_settings import OAuthSettings
 from mcp_hub.redact import add_secrets
@@ -42,6 +44,9 @@ from mcp_hub.upstream.oauth.tokens import TokenStore
 
 __all__ = ["GrantRefused", "HubJwtBearerProvider", "HubPrivateKeyJWTProvider", "machine_auth",
            "read_secret_file", "signing_algorithm"]
+
+#: Called with the reason when a refused grant parks the server (the running hub).
+OnRefused = Callable[[str], None] | None
 
 _EC_ALGORITHMS = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
 
@@ -103,7 +108,7 @@ class HubPrivateKeyJWTProvider(_HubFlow, PrivateKeyJWTOAuthProvider):
     """``client_credentials`` authenticated with a JWT signed by ``private_key_file``."""
 
     def __init__(self, server_url: str, store: TokenStore, settings: OAuthSettings,
-                 on_needs_login: Any = None) -> None:
+                 on_needs_login: OnRefused = None) -> None:
         PrivateKeyJWTOAuthProvider.__init__(
             self, server_url, store, settings.client_id or "", self._assertion,
             scope=settings.scope, issuer=settings.issuer)
@@ -127,9 +132,7 @@ class HubJwtBearerProvider(_HubFlow):
     """The RFC 7523 JWT-bearer grant with the workload's JWT from ``assertion_file``."""
 
     def __init__(self, server_url: str, store: TokenStore, settings: OAuthSettings,
-                 on_needs_login: Any = None) -> None:
-        from mcp.shared.auth import OAuthClientMetadata
-
+                 on_needs_login: OnRefused = None) -> None:
         metadata = OAuthClientMetadata(redirect_uris=None, grant_types=[JWT_BEARER_GRANT_TYPE],
                                        token_endpoint_auth_method="none", scope=settings.scope)
         super().__init__(server_url, metadata, store, None, None)
@@ -152,6 +155,11 @@ class HubJwtBearerProvider(_HubFlow):
     async def _perform_authorization(self) -> httpx2.Request:
         scope = self.settings.scope or self.context.client_metadata.scope
         assert self.settings.assertion_file
+        metadata, issuer = self.context.oauth_metadata, self.settings.issuer
+        if issuer and (metadata is None or not issuers_match(str(metadata.issuer), issuer)):
+            # The workload's JWT goes only to the authorization server named in the config.
+            raise OAuthFlowError(f"no authorization server metadata for the configured issuer "
+                                 f"{issuer}")
         data: dict[str, str] = {
             "grant_type": JWT_BEARER_GRANT_TYPE,
             "assertion": read_secret_file(self.settings.assertion_file, "assertion_file"),
@@ -171,7 +179,7 @@ class HubJwtBearerProvider(_HubFlow):
 
 
 def machine_auth(server_url: str, store: TokenStore, settings: OAuthSettings,
-                 on_needs_login: Any = None) -> _HubFlow:
+                 on_needs_login: OnRefused = None) -> _HubFlow:
     """The provider of a grant that needs no person (``settings.machine_grant``)."""
     if settings.grant == "jwt_bearer":
         return HubJwtBearerProvider(server_url, store, settings, on_needs_login)
