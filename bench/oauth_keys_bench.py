@@ -17,7 +17,9 @@ Real parts: the key-checking authorization server (oauth2-mock-server from npm,
 
 Tokens live an hour, so after the warm-up no grant asks for a token again. The rounds
 call ``whoami`` on each upstream in turn (the order rotating per round), one call at a
-time; reported per upstream: p50 and mean of a call, and each mean over ``static``'s.
+time; reported per upstream: p50 and mean of a call, the hub process's CPU per call
+(the upstreams and the authorization server are other processes), and each mean and
+CPU figure over ``static``'s.
 """
 
 from __future__ import annotations
@@ -66,19 +68,22 @@ def _toml(tmp: Path, auth: str, url: str, dpop_url: str, token: str) -> Path:
     return path
 
 
-async def _round(hub: Hub, name: str, calls: int) -> list[float]:
+async def _round(hub: Hub, name: str, calls: int) -> tuple[list[float], float]:
+    """The latency of each of ``calls`` calls, and the hub process's CPU seconds for them."""
     tool = f"{name}_whoami"
     latencies = []
+    cpu = time.process_time()
     for _ in range(calls):
         started = time.perf_counter()
         result = await hub.call_tool(tool, {}, CallContext(tool_name=tool))
         latencies.append(time.perf_counter() - started)
         assert not result.is_error, result
-    return latencies
+    return latencies, time.process_time() - cpu
 
 
-async def run(calls: int, rounds: int) -> dict[str, list[float]]:
+async def run(calls: int, rounds: int) -> tuple[dict[str, list[float]], dict[str, float]]:
     found: dict[str, list[float]] = {name: [] for name in UPSTREAMS}
+    cpu: dict[str, float] = dict.fromkeys(UPSTREAMS, 0.0)
     with tempfile.TemporaryDirectory(prefix="oauth-keys-bench-") as folder:
         tmp = Path(folder)
         client, workload = ec.generate_private_key(ec.SECP256R1()), rsa.generate_private_key(
@@ -99,9 +104,11 @@ async def run(calls: int, rounds: int) -> dict[str, list[float]]:
                 for r in range(rounds):
                     order = UPSTREAMS[r % len(UPSTREAMS):] + UPSTREAMS[:r % len(UPSTREAMS)]
                     for name in order:
-                        found[name] += await _round(hub, name, calls)
+                        latencies, seconds = await _round(hub, name, calls)
+                        found[name] += latencies
+                        cpu[name] += seconds / (calls * rounds)
                 assert len(auth.requests()) == requests, "a cached token was fetched again"
-    return found
+    return found, cpu
 
 
 def main() -> None:
@@ -110,18 +117,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    found = anyio.run(run, args.calls, args.rounds)
+    found, cpu = anyio.run(run, args.calls, args.rounds)
     base = statistics.fmean(found["static"])
     rows = {name: {"p50_ms": round(statistics.median(v) * 1e3, 3),
                    "mean_ms": round(statistics.fmean(v) * 1e3, 3),
-                   "ratio_to_static": round(statistics.fmean(v) / base, 3)}
+                   "ratio_to_static": round(statistics.fmean(v) / base, 3),
+                   "hub_cpu_us": round(cpu[name] * 1e6, 1),
+                   "cpu_ratio_to_static": round(cpu[name] / cpu["static"], 3)}
             for name, v in found.items()}
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"{'upstream':8} {'p50 ms':>8} {'mean ms':>8} {'mean/static':>12}")
+    print(f"{'upstream':8} {'p50 ms':>8} {'mean ms':>8} {'mean/static':>12} {'hub CPU µs':>11} "
+          f"{'CPU/static':>11}")
     for name, row in rows.items():
-        print(f"{name:8} {row['p50_ms']:8.3f} {row['mean_ms']:8.3f} {row['ratio_to_static']:12.3f}")
+        print(f"{name:8} {row['p50_ms']:8.3f} {row['mean_ms']:8.3f} {row['ratio_to_static']:12.3f} "
+              f"{row['hub_cpu_us']:11.1f} {row['cpu_ratio_to_static']:11.3f}")
 
 
 if __name__ == "__main__":
