@@ -35,7 +35,7 @@ _KEY = (r"(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?)?"
         r"(?:token|key|secret|password|passwd|pwd|auth|credential)s?)")
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"), r"\1 " + REDACTED),
+    (re.compile(r"(?i)\b(bearer|basic|dpop)\s+[A-Za-z0-9._~+/=-]{6,}"), r"\1 " + REDACTED),
     (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{8,}"), REDACTED),
     (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{10,}"), REDACTED),
     (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),

@@ -6,11 +6,18 @@ confidential client), a Client ID Metadata Document (``client_metadata_url``,
 used when the authorization server advertises support; by default the document
 the hub serves itself at ``<[hub.http] public_url>/client-metadata.json`` when
 that public URL is https), dynamic client registration (RFC 7591) otherwise.
+
+Machine grants need no person: ``client_credentials`` (with a client secret or,
+``client_auth = "private_key_jwt"``, a signed JWT made with ``private_key_file``,
+RFC 7523 §2.2) and ``jwt_bearer`` (the workload's own JWT from ``assertion_file``,
+RFC 7523 §2.1, re-read before each token request). ``dpop = true`` binds every
+token to a key the hub keeps per upstream (RFC 9449).
 This module imports nothing of the project so :mod:`mcp_hub.config.model` can import it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -37,9 +44,10 @@ class OAuthSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     #: ``authorization_code`` (a person logs in once with ``mcp-hub login``),
-    #: ``client_credentials`` (machine to machine; needs client_id and client_secret),
+    #: ``client_credentials`` (machine to machine; client_id and client_secret or a key),
+    #: ``jwt_bearer`` (workload identity federation: the JWT in ``assertion_file``),
     #: ``token_exchange`` (RFC 8693) or ``id_jag`` (Enterprise-Managed Authorization).
-    grant: Literal["authorization_code", "client_credentials", "token_exchange",
+    grant: Literal["authorization_code", "client_credentials", "jwt_bearer", "token_exchange",
                    "id_jag"] = "authorization_code"
     client_id: str | None = None
     client_secret: str | None = None
@@ -75,12 +83,26 @@ class OAuthSettings(BaseModel):
     idp_token_endpoint: str | None = None
     idp_client_id: str | None = None
     idp_client_secret: str | None = None
+    # -- keys instead of secrets, workload identity, sender-constrained tokens --
+    #: ``private_key_jwt``: authenticate ``client_credentials`` with a JWT signed by
+    #: ``private_key_file`` (RFC 7523 §2.2); unset: the client secret.
+    client_auth: Literal["client_secret_basic", "client_secret_post", "private_key_jwt"] | None = None
+    #: PEM private key (RSA, EC or Ed25519) that signs the client assertion.
+    private_key_file: str | None = None
+    #: JWS algorithm of the client assertion; unset: from the key (RS256, ES256/384/512, EdDSA).
+    signing_algorithm: Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
+                               "ES256", "ES384", "ES512", "EdDSA"] | None = None
+    #: ``jwt_bearer``: the file holding the workload's JWT, read again before each token request.
+    assertion_file: str | None = None
+    #: RFC 9449: bind tokens to a per-upstream key and prove possession on every request.
+    dpop: bool = False
     # True when client_metadata_url is the hub's own document (set by the loader).
     _hub_served: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _grant_needs_secret(self) -> OAuthSettings:
-        if self.grant == "client_credentials" and not (self.client_id and self.client_secret):
+        if (self.grant == "client_credentials" and self.client_auth != "private_key_jwt"
+                and not (self.client_id and self.client_secret)):
             raise ValueError("grant 'client_credentials' needs client_id and client_secret")
         if self.client_secret and not self.client_id:
             raise ValueError("client_secret needs client_id")
@@ -128,6 +150,20 @@ class OAuthSettings(BaseModel):
             "access_token" if self.per_caller and self.grant == "token_exchange" else "id_token")
         return f"urn:ietf:params:oauth:token-type:{short}"
 
+    @model_validator(mode="after")
+    def _key_grants_complete(self) -> OAuthSettings:
+        """``private_key_jwt`` and ``jwt_bearer``: each named file is there, nothing is
+        missing, and no key is set that the chosen grant would ignore."""
+        problems = _key_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def machine_grant(self) -> bool:
+        """True for the grants that run without a person (no ``mcp-hub login`` needed)."""
+        return self.grant in ("client_credentials", "jwt_bearer")
+
     def use_hub_client_metadata(self, public_url: str | None) -> None:
         """Default ``client_metadata_url`` to the hub's own document (a pre-registered
         client and an explicit URL come first)."""
@@ -139,7 +175,15 @@ class OAuthSettings(BaseModel):
     @property
     def client_identity(self) -> str:
         """How the client identifies itself: ``pre-registered``, ``cimd`` (falling back to
-        dynamic registration where the server lacks support) or ``dynamic``."""
+        dynamic registration where the server lacks support) or ``dynamic``; a key grant
+        says which (``private_key_jwt``, ``jwt_bearer``), ``+ dpop`` when tokens are bound."""
+        return self._identity_kind + (" + dpop" if self.dpop else "")
+
+    @property
+    def _identity_kind(self) -> str:
+        kind = _key_identity(self)
+        if kind:
+            return kind
         if self.client_id:
             return "pre-registered"
         if self.client_metadata_url:
@@ -150,3 +194,43 @@ class OAuthSettings(BaseModel):
     def scope(self) -> str | None:
         """The configured scopes as one space-separated string, or None."""
         return " ".join(self.scopes) or None
+
+
+def _key_identity(s: OAuthSettings) -> str | None:
+    """How a key grant identifies itself, for status; None for the other clients."""
+    if s.grant == "jwt_bearer":
+        return "workload jwt_bearer"
+    if s.client_auth == "private_key_jwt":
+        return "pre-registered private_key_jwt"
+    return None
+
+
+def _key_problems(s: OAuthSettings) -> list[str]:
+    """What is missing or contradictory among the key, assertion and DPoP settings."""
+    problems: list[str] = []
+    if s.client_auth == "private_key_jwt":
+        if s.grant != "client_credentials":
+            problems.append("client_auth 'private_key_jwt' needs grant 'client_credentials'")
+        if not s.client_id:
+            problems.append("client_auth 'private_key_jwt' needs client_id")
+        if not s.private_key_file:
+            problems.append("client_auth 'private_key_jwt' needs private_key_file")
+        if s.client_secret:
+            problems.append("client_auth 'private_key_jwt' authenticates with a key: "
+                            "remove client_secret")
+    elif s.private_key_file or s.signing_algorithm:
+        key = "private_key_file" if s.private_key_file else "signing_algorithm"
+        problems.append(f"{key} needs client_auth 'private_key_jwt'")
+    if s.grant == "jwt_bearer":
+        if not s.assertion_file:
+            problems.append("grant 'jwt_bearer' needs assertion_file (the workload's JWT)")
+        if s.client_auth:
+            problems.append("grant 'jwt_bearer' authenticates with the assertion: remove "
+                            "client_auth")
+    elif s.assertion_file:
+        problems.append("assertion_file needs grant 'jwt_bearer'")
+    for key in ("private_key_file", "assertion_file"):
+        path = getattr(s, key)
+        if path and not Path(path).expanduser().is_file():
+            problems.append(f"{key}: no such file {path}")
+    return problems

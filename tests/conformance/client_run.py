@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     python -m tests.conformance.client_run                      # every scenario below
     python -m tests.conformance.client_run auth/scope-step-up   # some of them
+    python -m tests.conformance.client_run --next               # the 0.2 suite's scenarios
     python -m tests.conformance.client_run --next auth/enterprise-managed-authorization
 
 Each scenario starts the suite's test server (and authorization server) and runs
@@ -33,8 +34,11 @@ AUTH_SCENARIOS = [
     "auth/token-endpoint-auth-none", "auth/pre-registration",
     "auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback",
     "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
-    "auth/client-credentials-basic",
+    "auth/client-credentials-basic", "auth/client-credentials-jwt",
 ]
+#: Extension scenarios of the suite's 0.2 line (``conformance-next``): DPoP-bound tokens
+#: and the JWT-bearer grant of workload identity federation.
+NEXT_SCENARIOS = ["auth/dpop", "auth/dpop-nonce", "auth/wif-jwt-bearer"]
 CORE_SCENARIOS = ["initialize", "tools_call"]
 #: Identity exchanged for upstream tokens: Enterprise-Managed Authorization (ID-JAG), in
 #: the 0.1 suite and (as its extension) in the 0.2 one.
@@ -65,8 +69,9 @@ def run_scenario(scenario: str, timeout_s: float = 300.0, suite_js: Path = SUITE
 def main(argv: list[str]) -> int:
     suite_js = SUITE_JS_NEXT if "--next" in argv else SUITE_JS
     argv = [a for a in argv if a != "--next"]
-    scenarios = argv or ([*EXCHANGE_SCENARIOS_NEXT] if suite_js == SUITE_JS_NEXT
-                         else [*AUTH_SCENARIOS, *CORE_SCENARIOS, *EXCHANGE_SCENARIOS])
+    default = ([*NEXT_SCENARIOS, *EXCHANGE_SCENARIOS_NEXT] if suite_js == SUITE_JS_NEXT
+               else [*AUTH_SCENARIOS, *CORE_SCENARIOS, *EXCHANGE_SCENARIOS])
+    scenarios = argv or default
     failed = 0
     for scenario in scenarios:
         result = run_scenario(scenario, suite_js=suite_js)

@@ -6,7 +6,9 @@ scenario in ``MCP_CONFORMANCE_SCENARIO`` and its credentials, if any, in
 and a servers.toml, as a user would:
 
 1. write a servers.toml naming the test server with ``auth = "oauth"`` (and the
-   pre-registered or client-credentials identity the scenario hands out; for
+   pre-registered or client-credentials identity the scenario hands out: a secret,
+   a private key (``private_key_jwt``) or a workload JWT (``jwt_bearer``), each
+   key or JWT in a file; ``dpop = true`` for the DPoP scenarios; for
    Enterprise-Managed Authorization the IdP, its ID token in a file, and the
    upstream's authorization server, which an operator would look up once in the
    server's protected resource metadata, as :func:`authorization_server` does);
@@ -52,6 +54,8 @@ def _toml(url: str, scenario: str, context: dict[str, str], state_dir: str) -> s
             lines.append('grant = "client_credentials"')
         if "idp_token_endpoint" in context:
             lines += _id_jag_lines(url, context, state_dir)
+        else:
+            lines += _key_grant_lines(scenario, context, state_dir)
     return "\n".join(lines) + "\n"
 
 
@@ -81,6 +85,30 @@ def _id_jag_lines(url: str, context: dict[str, str], state_dir: str) -> list[str
             f"issuer = {json.dumps(authorization_server(url))}",
             f"idp_token_endpoint = {json.dumps(context['idp_token_endpoint'])}",
             f"idp_client_id = {json.dumps(context['idp_client_id'])}"]
+
+
+def _secret_file(state_dir: str, name: str, text: str) -> str:
+    path = Path(state_dir).parent / name
+    path.write_text(text)
+    path.chmod(0o600)
+    return str(path)
+
+
+def _key_grant_lines(scenario: str, context: dict[str, str], state_dir: str) -> list[str]:
+    """``private_key_jwt``, ``jwt_bearer`` and ``dpop`` keys for the scenarios that hand
+    out a key or a workload JWT, or want sender-constrained tokens."""
+    if "private_key_pem" in context:
+        key = _secret_file(state_dir, "client-key.pem", context["private_key_pem"])
+        return [f"client_id = {json.dumps(context['client_id'])}",
+                'client_auth = "private_key_jwt"', f"private_key_file = {json.dumps(key)}",
+                f"signing_algorithm = {json.dumps(context.get('signing_algorithm', 'ES256'))}"]
+    if "valid_jwt" in context:
+        jwt_file = _secret_file(state_dir, "workload.jwt", context["valid_jwt"])
+        return [f"client_id = {json.dumps(context['client_id'])}", 'grant = "jwt_bearer"',
+                f"assertion_file = {json.dumps(jwt_file)}"]
+    if scenario.startswith("auth/dpop"):
+        return ["dpop = true"]
+    return []
 
 
 def _run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -27,7 +27,8 @@ from mcp_hub.config.oauth import EXCHANGE_GRANTS
 from mcp_hub.state import StateUnavailable
 from mcp_hub.upstream.oauth.exchange import ExchangeAuth, file_subject
 from mcp_hub.upstream.oauth.kvstore import StateStore
-from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, HubOAuthProvider
+from mcp_hub.upstream.oauth.machine import machine_auth
+from mcp_hub.upstream.oauth.provider import HubOAuthProvider, _HubFlow
 from mcp_hub.upstream.oauth.secretbox import SecretBox
 from mcp_hub.upstream.oauth.tokens import (
     HUB_IDENTITY,
@@ -89,7 +90,7 @@ def oauth_status(servers: Mapping[str, ServerConfig]) -> dict[str, Any]:
 
 
 def hub_auth(name: str, config: ServerConfig, on_needs_login: Callable[[str], None]
-             ) -> HubOAuthProvider | HubClientCredentialsProvider | ExchangeAuth:
+             ) -> _HubFlow | ExchangeAuth:
     """The ``httpx`` auth a running hub uses for server ``name`` (never interactive)."""
     assert config.url is not None
     settings = config.oauth  # its client_secret is among the manager's secret values
@@ -97,8 +98,8 @@ def hub_auth(name: str, config: ServerConfig, on_needs_login: Callable[[str], No
     if settings.grant in EXCHANGE_GRANTS and settings.subject_token_file:
         return ExchangeAuth(name, config.url, store, settings,
                             file_subject(settings.subject_token_file))
-    if settings.grant == "client_credentials":
-        return HubClientCredentialsProvider(config.url, store, settings)
+    if settings.machine_grant:
+        return machine_auth(config.url, store, settings, on_needs_login)
     return HubOAuthProvider(config.url, store, settings, redirect_uri=DEFAULT_REDIRECT,
                             on_needs_login=on_needs_login)
 

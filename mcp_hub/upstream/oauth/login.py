@@ -27,8 +27,8 @@ from mcp_hub.upstream.modern import open_session
 from mcp_hub.upstream.oauth.callback import CallbackServer
 from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.oauth.exchange import ExchangeAuth, file_subject
+from mcp_hub.upstream.oauth.machine import machine_auth
 from mcp_hub.upstream.oauth.provider import (
-    HubClientCredentialsProvider,
     HubOAuthProvider,
     LoginHandlers,
 )
@@ -68,8 +68,8 @@ async def login(name: str, config: ServerConfig, store: TokenStore, *, open_brow
     await store.clear_tokens()
     if config.oauth.grant in EXCHANGE_GRANTS:
         return await exchange_login(name, config, store, wait_seconds)
-    if config.oauth.grant == "client_credentials":
-        provider: Any = HubClientCredentialsProvider(config.url, store, config.oauth)
+    if config.oauth.machine_grant:
+        provider: Any = machine_auth(config.url, store, config.oauth)
         with anyio.fail_after(wait_seconds):
             tools = await _session(config, provider)
         _check_stored(store)

@@ -10,6 +10,8 @@
   noting the scope a login must ask for: the server waits in ``needs_login``
   rather than retrying against the token endpoint.
 - Configured scopes, a pre-registered client and ``resource_param = false``.
+- ``dpop = true``: every token and resource request goes out with a DPoP proof
+  (:mod:`.dpop`), a nonce challenge answered once.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from mcp.shared.auth import (
 )
 
 from mcp_hub.config.oauth import OAuthSettings
+from mcp_hub.upstream.oauth.dpop import DpopSigner, is_token_request
 from mcp_hub.upstream.oauth.errors import NeedsLogin, OAuthError
 from mcp_hub.upstream.oauth.tokens import TokenStore
 
@@ -73,6 +76,7 @@ class _HubFlow(OAuthClientProvider):
         self.hub_store = store
         self.settings = settings
         self.on_needs_login = on_needs_login
+        self.dpop = DpopSigner(store) if settings.dpop else None
         self._legacy_candidate: str | None = None
         self._legacy_issuer: str | None = None
         ctx = self.context
@@ -140,7 +144,10 @@ class _HubFlow(OAuthClientProvider):
         try:
             outgoing = await flow.__anext__()
             while True:
-                response = yield outgoing
+                response = yield await self._signed(outgoing, request)
+                if self.dpop is not None and await self.dpop.challenged(outgoing, response):
+                    response = yield await self._signed(outgoing, request)  # once, with the nonce
+                response = await self._checked_response(outgoing, response)
                 await self._note_legacy_metadata(outgoing, response)
                 restart = False
                 if (outgoing is request and response.status_code == 401 and not retried
@@ -163,6 +170,20 @@ class _HubFlow(OAuthClientProvider):
                     outgoing = await flow.__anext__()
         finally:
             await flow.aclose()
+
+    async def _signed(self, outgoing: httpx2.Request, request: httpx2.Request) -> httpx2.Request:
+        """``outgoing`` with a fresh DPoP proof where one belongs (``dpop = true``)."""
+        if self.dpop is not None:
+            await self.dpop.sign(outgoing, resource=outgoing is request)
+        return outgoing
+
+    async def _checked_response(self, sent: httpx2.Request, response: httpx2.Response
+                                ) -> httpx2.Response:
+        """A token endpoint's answer as the SDK should read it: DPoP-bound tokens only
+        (``dpop = true``)."""
+        if self.dpop is not None and is_token_request(sent):
+            return await self.dpop.token_response(response)
+        return response
 
     async def _note_legacy_metadata(self, sent: httpx2.Request, response: httpx2.Response) -> None:
         """Remember the issuer of metadata the 2025-03-26 fallback found at the server's origin."""
@@ -267,7 +288,8 @@ class HubClientCredentialsProvider(_HubFlow, ClientCredentialsOAuthProvider):
     """Machine to machine: the client-credentials grant with a configured id and secret."""
 
     def __init__(self, server_url: str, store: TokenStore, settings: OAuthSettings) -> None:
-        method: Any = settings.token_endpoint_auth_method or "client_secret_basic"
+        method: Any = (settings.client_auth or settings.token_endpoint_auth_method
+                       or "client_secret_basic")
         ClientCredentialsOAuthProvider.__init__(
             self, server_url, store, settings.client_id or "", settings.client_secret or "",
             token_endpoint_auth_method=method, scope=settings.scope, issuer=settings.issuer)

@@ -10,7 +10,9 @@ Records, all sealed with :class:`~mcp_hub.upstream.oauth.secretbox.SecretBox`:
 - ``oauth/<server>/discovery``: the authorization server and resource metadata
   found with the tokens, so a refresh after a restart goes to the right endpoint;
 - ``oauth/<server>/<identity>/pending``: the scope a login must ask for, written
-  when the hub found it needs a login (e.g. a step-up challenge).
+  when the hub found it needs a login (e.g. a step-up challenge);
+- ``oauth/<server>/dpop``: the upstream's DPoP private key (``dpop = true``), which
+  the tokens are bound to.
 
 The server URL is part of each key so pointing a server at another URL starts over.
 
@@ -187,6 +189,14 @@ class TokenStore:
 
     async def set_discovery(self, data: dict[str, Any]) -> None:
         await self._save(f"{self._base}/discovery", data)
+
+    async def get_dpop_key(self) -> str | None:
+        """The PEM of the upstream's DPoP key, or None before the first one is made."""
+        data = await self._load(f"{self._base}/dpop")
+        return None if data is None else str(data["pem"])
+
+    async def set_dpop_key(self, pem: str) -> None:
+        await self._save(f"{self._base}/dpop", {"pem": pem})
 
     async def get_pending_scope(self) -> str | None:
         data = await self._load(f"{self._user}/pending")
