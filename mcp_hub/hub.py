@@ -37,7 +37,7 @@ from mcp_hub.drain import Drain
 from mcp_hub.eras.held import LocalHeldRounds
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.flights import Flights
-from mcp_hub.hub_serving import ServingMixin, with_task_id
+from mcp_hub.hub_serving import with_task_id
 from mcp_hub.log_levels import below_level, client_log_level
 from mcp_hub.metrics import UNKNOWN_TOOL, Metrics
 from mcp_hub.naming import server_of_toolset
@@ -53,6 +53,7 @@ from mcp_hub.registry import registry as builtin_declarations
 from mcp_hub.rewrite.profiles import ProfileRewrites, stacked
 from mcp_hub.roots import ClientRoots
 from mcp_hub.sessions import ChangeKind, SessionTracker
+from mcp_hub.skill_serving import SkillServingMixin
 from mcp_hub.startup import StartupGate
 from mcp_hub.state import StateBackend, open_state
 from mcp_hub.steps import run_steps, run_steps_sliced
@@ -124,7 +125,7 @@ def _rejected_shown(rows: list[dict[str, Any]], view: OpsView) -> list[dict[str,
     return shown
 
 
-class Hub(ServingMixin):
+class Hub(SkillServingMixin):
     """One MCP hub: registry + upstreams + change notifications, as a context manager."""
 
     def __init__(

@@ -166,6 +166,21 @@ class _Handlers:
         return await self.hub.list_tasks(self.who(ctx), owner, SessionCallContext(ctx, ctx.method,
                                                                                   self.hub))
 
+    async def list_skills(self, ctx: Ctx, params: types.PaginatedRequestParams) -> dict[str, Any]:
+        """``skills/list`` (Agent Skills): every usable upstream's skills, one page."""
+        _track(self.hub, ctx, self.who(ctx))
+        return await self.hub.list_skills(self.who(ctx), SessionCallContext(ctx, ctx.method, self.hub))
+
+    async def get_skill(self, ctx: Ctx, params: SkillUriParams) -> dict[str, Any]:
+        """``skills/get``: routed like a ``resources/read`` of the same URI."""
+        return await self.hub.get_skill(self.who(ctx), params.uri,
+                                        SessionCallContext(ctx, ctx.method, self.hub))
+
+    async def read_directory(self, ctx: Ctx, params: SkillUriParams) -> dict[str, Any]:
+        """``resources/directory/read``: routed like a ``resources/read`` of the same URI."""
+        return await self.hub.read_directory(self.who(ctx), params.uri, params.cursor,
+                                             SessionCallContext(ctx, ctx.method, self.hub))
+
     async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(self.hub, ctx, self.who(ctx))
         return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.who(ctx)),
@@ -238,6 +253,13 @@ class _Handlers:
             self.hub.watch_client_roots(connection_of(ctx))
 
 
+class SkillUriParams(types.RequestParams):
+    """The params of ``skills/get`` and ``resources/directory/read`` (Agent Skills)."""
+
+    uri: str
+    cursor: str | None = None
+
+
 class TaskCalls:
     """Server middleware: a ``tools/call`` with a ``task`` goes to ``call_task``."""
 
@@ -302,6 +324,10 @@ def build_server(hub: ServingHub, profile: str | None = None) -> HubServer:
     server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, h.task_request)
     server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, h.task_request)
     server.add_request_handler("tasks/list", types.PaginatedRequestParams, h.list_tasks)
+    # Agent Skills (mcp_hub.skills): routed to the upstreams that declare the extension.
+    server.add_request_handler("skills/list", types.PaginatedRequestParams, h.list_skills)
+    server.add_request_handler("skills/get", SkillUriParams, h.get_skill)
+    server.add_request_handler("resources/directory/read", SkillUriParams, h.read_directory)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
     server.add_notification_handler(
         "notifications/roots/list_changed", types.NotificationParams, h.roots_changed
