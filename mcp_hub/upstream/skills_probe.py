@@ -35,6 +35,19 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class _Params(types.RequestParams):
+    """Any params, sent as given."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _Request(types.Request[_Params, str]):
+    """A request of a method the SDK does not type."""
+
+    method: str
+    params: _Params
+
+
 class SkillsProbe:
     """One connection's answer to "do you serve skills?", asked once per session."""
 
@@ -74,7 +87,7 @@ class SkillsProbe:
 
 async def _ask(session: ClientSession, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     try:
-        answer = await session.send_request(types.Request(method=method, params=params), _Answer)
+        answer = await session.send_request(_Request(method=method, params=_Params.model_validate(params)), _Answer)
         return dict(answer.model_extra or {})
     except (MCPError, ValueError) as exc:
         logger.debug("%s refused: %s", method, exc)
