@@ -37,7 +37,7 @@ from mcp_hub.drain import Drain
 from mcp_hub.eras.held import LocalHeldRounds
 from mcp_hub.errors import ConfigError, UnknownToolError
 from mcp_hub.flights import Flights
-from mcp_hub.hub_serving import with_task_id
+from mcp_hub.hub_serving import ServingMixin, with_task_id
 from mcp_hub.log_levels import below_level, client_log_level
 from mcp_hub.metrics import UNKNOWN_TOOL, Metrics
 from mcp_hub.naming import server_of_toolset
@@ -125,7 +125,7 @@ def _rejected_shown(rows: list[dict[str, Any]], view: OpsView) -> list[dict[str,
     return shown
 
 
-class Hub(SkillServingMixin):
+class Hub(ServingMixin, SkillServingMixin):
     """One MCP hub: registry + upstreams + change notifications, as a context manager."""
 
     def __init__(

@@ -16,7 +16,8 @@ start-up wait, as every serving method does (:mod:`mcp_hub.hub_serving`):
   ``directoryRead``), gets ``-32602`` like a skill nobody serves; the upstream's
   own errors (an unknown skill, a path that is no directory) pass as they came.
 
-The Hub mixes this class in (it extends :class:`mcp_hub.hub_serving.ServingMixin`).
+The Hub mixes this class in next to :class:`mcp_hub.hub_serving.ServingMixin`, whose
+``wait_lists`` and ``upstreams_for`` it uses; it owns the attributes declared here.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from typing import TYPE_CHECKING, Any
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from mcp_hub.access import Caller
+from mcp_hub.access import AccessControl, Caller
 from mcp_hub.context import CallContext
-from mcp_hub.hub_serving import ServingMixin
 from mcp_hub.skills import (
     MAX_PAGES,
     merged_freshness,
@@ -39,15 +39,22 @@ from mcp_hub.skills import (
 )
 
 if TYPE_CHECKING:
-    from mcp_hub.upstream import ServerConnection
+    from mcp_hub.upstream import ServerConnection, UpstreamManager
 
 __all__ = ["SkillServingMixin"]
 
 logger = logging.getLogger("mcp_hub.hub")
 
 
-class SkillServingMixin(ServingMixin):
+class SkillServingMixin:
     """Skills requests of a transport (see the module docstring)."""
+
+    access: AccessControl
+    upstreams: UpstreamManager
+
+    if TYPE_CHECKING:  # ServingMixin's
+        async def wait_lists(self) -> None: ...
+        def upstreams_for(self, caller: Caller) -> list[ServerConnection]: ...
 
     async def list_skills(self, caller: Caller, call: CallContext | None) -> dict[str, Any]:
         """``skills/list``: the skills of every upstream ``caller`` may use, namespaced."""
