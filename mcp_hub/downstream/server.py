@@ -26,6 +26,7 @@ from mcp_hub.downstream.capabilities import (
     upstream_extensions,
     upstream_features,
 )
+from mcp_hub.downstream.extension_audit import ExtensionAudit
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions
@@ -311,6 +312,7 @@ def build_server(hub: ServingHub, profile: str | None = None) -> HubServer:
     if SdkOtelMiddleware is not None:
         server.middleware = [m for m in server.middleware if not isinstance(m, SdkOtelMiddleware)]
     server.middleware.append(RequestSpans(hub))  # the hub's own, cheap spans (mcp_hub.telemetry)
+    server.middleware.append(ExtensionAudit(hub, caller))  # tasks, app and skill reads, skills
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.
     # 2026-07-28 input rounds: requestState sealed and verified at the wire boundary.
