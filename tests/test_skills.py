@@ -194,3 +194,28 @@ async def test_the_suites_skills_scenarios_pass_through_the_hub(upstream: str) -
         # directly must pass through the hub too.
         assert (hub.status, hub.passed) == ("pass", direct.passed), (name, direct, hub)
     assert comparison.ok, comparison.report()
+
+
+async def test_skills_requests_have_server_spans_naming_the_uri(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
+    from tests.otlp_receiver import otlp_receiver
+
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # spans leave every 50 ms
+    names = {f"skills/get skill://alpha/{PDF}": f"skill://alpha/{PDF}",
+             "resources/directory/read skill://alpha/pdf-processing":
+                 "skill://alpha/pdf-processing",
+             "skills/list": None}
+    with otlp_receiver() as (endpoint, received), anyio.fail_after(120):
+        config = write_config(tmp_path, _stdio_block("alpha", "2025")
+                              + f'\n[telemetry]\notlp_endpoint = "{endpoint}"\n')
+        async with http_hub(config, tmp_path) as hub, \
+                Client(hub.mcp_url, mode="legacy") as client:
+            await rpc(client, "skills/list")
+            await rpc(client, "skills/get", {"uri": f"skill://alpha/{PDF}"})
+            await rpc(client, "resources/directory/read", {"uri": "skill://alpha/pdf-processing"})
+            await received.wait_for(lambda: set(names) <= {s.name for s in received.spans})
+    spans = {s.name: s for s in received.spans if s.name in names}
+    for name, uri in names.items():
+        assert spans[name].attributes["mcp.method.name"] == name.split(" ")[0]
+        assert spans[name].attributes.get("mcp.resource.uri") == uri

@@ -4,8 +4,9 @@
 bridge's ``tool_call``), so this middleware leaves it alone; every other request
 that reaches the SDK server — over stdio, Streamable HTTP or SSE — gets its span
 here: ``initialize``, ``tools/list``, ``prompts/get {name}``,
-``resources/read {uri}`` (an app's ``ui://`` HTML included), ``tasks/get {taskId}``
-(and ``tasks/result``, ``tasks/cancel``, ``tasks/list``), ``skills/get {uri}``,
+``resources/read {uri}`` (an app's ``ui://`` HTML included), ``tasks/get`` (and
+``tasks/result``, ``tasks/cancel``, ``tasks/list``; a task id is one of a kind, so
+it names no span), ``skills/list``, ``skills/get {uri}``,
 ``resources/directory/read {uri}``, ``completion/complete``, ``ping`` … (the fast paths
 trace the lists they answer themselves). Notifications get none.
 
@@ -22,8 +23,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 __all__ = ["RequestSpans"]
 
 _TARGET_PARAM = {"prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
-                 "resources/unsubscribe": "uri", "tasks/get": "taskId", "tasks/result": "taskId",
-                 "tasks/cancel": "taskId", "skills/get": "uri", "resources/directory/read": "uri"}
+                 "resources/unsubscribe": "uri", "skills/get": "uri",
+                 "resources/directory/read": "uri"}
 
 
 def _session_id(request: Any) -> str | None:
