@@ -219,3 +219,37 @@ async def test_skills_requests_have_server_spans_naming_the_uri(
     for name, uri in names.items():
         assert spans[name].attributes["mcp.method.name"] == name.split(" ")[0]
         assert spans[name].attributes.get("mcp.resource.uri") == uri
+
+
+# --------------------------------------------------------------------------- the namespace, pure
+
+
+def test_the_namespace_is_exact_both_ways_and_leaves_content_alone() -> None:
+    from mcp_hub.skills import (
+        merged_freshness,
+        merged_settings,
+        namespaced_entry,
+        namespaced_uri,
+        split_namespaced,
+    )
+
+    for own in ("skill://git-workflow/SKILL.md", "skill://acme/billing/refunds/x.md",
+                "ui://app.html"):
+        assert split_namespaced(namespaced_uri("s-1.x", own)) == ("s-1.x", own)
+    assert namespaced_uri("s", "github://o/r/SKILL.md") == "github://o/r/SKILL.md"
+    assert split_namespaced("skill://only") is None
+    entry = {"uri": "skill://a/SKILL.md", "frontmatter": {"name": "a", "description": "d"},
+             "resources": [{"uri": "skill://a/SKILL.md", "digest": "sha256:" + "0" * 64,
+                            "size": 7}], "_meta": {"x": 1}}
+    assert namespaced_entry("s", entry) == {
+        **entry, "uri": "skill://s/a/SKILL.md",
+        "resources": [{"uri": "skill://s/a/SKILL.md", "digest": "sha256:" + "0" * 64, "size": 7}]}
+    assert namespaced_entry("s", {**entry, "resources": "dynamic"})["resources"] == "dynamic"
+    assert merged_settings([]) is None
+    assert merged_settings([{"directoryRead": True}, {}]) == {}
+    assert merged_settings([{"directoryRead": True}]) == {"directoryRead": True}
+    assert merged_freshness([{"ttlMs": 500, "cacheScope": "public"},
+                             {"ttlMs": 200, "cacheScope": "public"}]) == {
+        "ttlMs": 200, "cacheScope": "public"}
+    assert merged_freshness([{"ttlMs": 500, "cacheScope": "public"}, {}]) == {
+        "ttlMs": 0, "cacheScope": "private"}

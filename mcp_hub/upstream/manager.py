@@ -601,7 +601,8 @@ class UpstreamManager:
         else:
             owner = catalog.template_map.get(ref.uri)
             conn = owner if owner is not None else self._resource_owner(ref.uri)
-            upstream_ref = ref
+            own = _upstream_uri(conn, ref.uri)  # a skill:// template is namespaced
+            upstream_ref = ref if own == ref.uri else ref.model_copy(update={"uri": own})
         if not conn.supports("completions"):
             return types.Completion(values=[])
         result = await conn.request(
