@@ -5,7 +5,8 @@ Two upstreams run :mod:`tests.fixtures.skills_server`: ``alpha`` over stdio,
 descriptions end in `` (alpha)`` / `` (beta)``). Clients are the SDK's ``Client``
 in both eras, to the hub over stdio and HTTP, the upstreams reached in either era.
 The official suite's ``sep-2640-*`` server scenarios run against the fixture
-directly and through the hub (marked ``node``).
+directly and through the hub (marked ``node``); the skills requests' telemetry
+spans and the namespace's pure rules close the file.
 """
 
 from __future__ import annotations
