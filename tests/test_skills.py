@@ -136,11 +136,20 @@ async def test_skills_of_two_servers_are_namespaced_with_their_digests_untouched
 
 
 async def test_a_profile_lists_and_routes_only_its_servers_skills(tmp_path: Path) -> None:
-    profile = '[profiles.only-alpha]\ntoolsets = ["mcp-alpha"]\n'
+    tiny = (f'[servers.tiny]\ncommand = "{PY}"\n'
+            f'args = ["-m", "tests.fixtures_upstream.tiny_server"]\ncwd = "{ROOT}"\n')
+    profile = ('[profiles.only-alpha]\ntoolsets = ["mcp-alpha"]\n'
+               '[profiles.plain]\ntoolsets = ["mcp-tiny"]\n')
     with anyio.fail_after(120):
-        async with skills_config(tmp_path, "auto", profile) as config, \
+        async with skills_config(tmp_path, "auto", tiny + profile) as config, \
                 http_hub(config, tmp_path) as hub, \
                 Client(f"{hub.base}/p/only-alpha/mcp", mode="auto") as client:
+            async with Client(f"{hub.base}/p/plain/mcp", mode="auto") as plain:
+                # A profile without skills servers does not advertise the extension.
+                caps = (await plain.session.discover()).capabilities
+                assert SKILLS not in (caps.extensions or {})
+            caps = (await client.session.discover()).capabilities
+            assert (caps.extensions or {}).get(SKILLS) == {"directoryRead": True}
             listed = await rpc(client, "skills/list")
             assert {e["uri"] for e in listed["skills"]} == {
                 f"skill://alpha/{PDF}", "skill://alpha/acme/billing/refunds/SKILL.md"}
