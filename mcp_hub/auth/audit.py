@@ -1,8 +1,12 @@
-"""The audit trail: one JSON line per tool call and per denied request.
+"""The audit trail: one JSON line per tool call, per extension request and per denied request.
 
 A line holds the time, the identity (its ``sub`` or ``token:NAME``), the OAuth
 client id, the session, the exposed tool name, the server, the outcome, the
-duration and the sizes of the arguments and the result. Arguments themselves
+duration and the sizes of the arguments and the result. An extension request
+(``tasks/*``, ``skills/*``, ``resources/directory/read``, a ``resources/read`` of a
+``ui://`` or ``skill://`` address: :mod:`mcp_hub.downstream.extension_audit`) holds
+its method, target (task id or URI) and server instead of the tool and sizes.
+Arguments themselves
 are written only with ``[audit] include_arguments = true``, and then redacted:
 values under secret-looking keys are hidden and every string passes through
 :func:`mcp_hub.redact.redact`.
@@ -77,6 +81,18 @@ class AuditLog:
         if self.include_arguments:
             line["arguments"] = self._redacted(arguments or {}, 0)
         self._put(line)
+
+    def request(self, *, identity: str | None, client_id: str | None, session: str | None,
+                method: str, target: str | None, server: str | None, outcome: str,
+                seconds: float) -> None:
+        """Record one extension request (tasks, app and skill reads, skills): its method,
+        target (task id or URI), the server it went to, outcome ``ok`` or ``error``."""
+        if not self.path:
+            return
+        self._put({"time": _now(), "event": "request", "identity": identity,
+                   "client_id": client_id, "session": session, "method": method,
+                   "target": target, "server": server, "outcome": outcome,
+                   "duration_ms": round(seconds * 1000.0, 3)})
 
     def denied(self, *, identity: str | None, client_id: str | None, method: str, path: str,
                status: int, reason: str) -> None:

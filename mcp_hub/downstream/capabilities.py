@@ -21,8 +21,12 @@ the same thing, and only what the hub really serves:
 * ``extensions``: each extension the hub passes on
   (:data:`mcp_hub.protocol.apps.RELAYED_EXTENSIONS`, MCP Apps) that at least one usable
   upstream advertises, with the settings of the first such upstream in file
-  order (:func:`upstream_extensions`). Extensions the hub does not pass on are
-  never advertised, whoever offers them.
+  order (:func:`upstream_extensions`); and Agent Skills
+  (``io.modelcontextprotocol/skills``, :mod:`mcp_hub.protocol.skills`) when a usable
+  upstream serves it (declared, or found by asking a 2025 upstream:
+  :mod:`mcp_hub.upstream.skills_probe`), ``directoryRead`` only when every such
+  upstream serves it.
+  Extensions the hub does not pass on are never advertised, whoever offers them.
 
 ``server/discover`` waits, like the lists, for the upstreams' first
 connection attempts (never past the start-up deadline:
@@ -43,6 +47,7 @@ from mcp import types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from mcp_hub.protocol.apps import RELAYED_EXTENSIONS, UI_EXTENSION, UI_SCHEME
+from mcp_hub.protocol.skills import SKILLS_EXTENSION, merged_settings, skills_settings
 
 __all__ = ["DiscoverAfterStartup", "merge_upstreams", "upstream_extensions", "upstream_features"]
 
@@ -94,17 +99,24 @@ def upstream_extensions(connections: Iterable[Any]) -> dict[str, dict[str, Any]]
     ``ui://`` resource counts as offering MCP Apps, with no settings.
     """
     found: dict[str, dict[str, Any]] = {}
+    skills: list[dict[str, Any]] = []
     for conn in connections:
         caps: types.ServerCapabilities | None = getattr(conn, "capabilities", None)
         state = str(getattr(getattr(conn, "state", None), "value", ""))
         if caps is None or state in ("disabled", "parked"):
             continue
+        declared = skills_settings(conn)
+        if declared is not None:
+            skills.append(declared)
         for identifier, settings in (caps.extensions or {}).items():
             if identifier in RELAYED_EXTENSIONS and identifier not in found:
                 found[identifier] = dict(settings)
         if UI_EXTENSION not in found and any(
                 str(r.uri).startswith(UI_SCHEME) for r in getattr(conn, "resources", ())):
             found[UI_EXTENSION] = {}
+    merged = merged_settings(skills)
+    if merged is not None:
+        found[SKILLS_EXTENSION] = merged
     return found
 
 

@@ -25,6 +25,7 @@ from mcp_hub.downstream.capabilities import (
     upstream_extensions,
     upstream_features,
 )
+from mcp_hub.downstream.extension_audit import ExtensionAudit
 from mcp_hub.downstream.identity import caller_for
 from mcp_hub.downstream.input_rounds import install_state_boundary, run_with_rounds
 from mcp_hub.downstream.instructions import hub_instructions
@@ -191,6 +192,21 @@ class _Handlers:
         return await self.hub.list_tasks(self.who(ctx), owner, SessionCallContext(ctx, ctx.method,
                                                                                   self.hub))
 
+    async def list_skills(self, ctx: Ctx, params: types.PaginatedRequestParams) -> dict[str, Any]:
+        """``skills/list`` (Agent Skills): every usable upstream's skills, one page."""
+        _track(self.hub, ctx, self.who(ctx))
+        return await self.hub.list_skills(self.who(ctx), SessionCallContext(ctx, ctx.method, self.hub))
+
+    async def get_skill(self, ctx: Ctx, params: SkillUriParams) -> dict[str, Any]:
+        """``skills/get``: routed like a ``resources/read`` of the same URI."""
+        return await self.hub.get_skill(self.who(ctx), params.uri,
+                                        SessionCallContext(ctx, ctx.method, self.hub))
+
+    async def read_directory(self, ctx: Ctx, params: SkillUriParams) -> dict[str, Any]:
+        """``resources/directory/read``: routed like a ``resources/read`` of the same URI."""
+        return await self.hub.read_directory(self.who(ctx), params.uri, params.cursor,
+                                             SessionCallContext(ctx, ctx.method, self.hub))
+
     async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _track(self.hub, ctx, self.who(ctx))
         return types.ListPromptsResult(prompts=await self.hub.list_prompts(self.who(ctx)),
@@ -263,6 +279,13 @@ class _Handlers:
             self.hub.watch_client_roots(connection_of(ctx))
 
 
+class SkillUriParams(types.RequestParams):
+    """The params of ``skills/get`` and ``resources/directory/read`` (Agent Skills)."""
+
+    uri: str
+    cursor: str | None = None
+
+
 class TaskCalls:
     """Server middleware: a ``tools/call`` that may become a task goes to ``call_task``:
     a handshake-era one with a ``task``, a 2026-07-28 one whose client declares the
@@ -316,6 +339,7 @@ def build_server(hub: ServingHub, profile: str | None = None) -> HubServer:
     if SdkOtelMiddleware is not None:
         server.middleware = [m for m in server.middleware if not isinstance(m, SdkOtelMiddleware)]
     server.middleware.append(RequestSpans(hub))  # the hub's own, cheap spans (mcp_hub.telemetry)
+    server.middleware.append(ExtensionAudit(hub, caller))  # tasks, app and skill reads, skills
     # Registered directly: the constructor keyword warns that logging is deprecated
     # in the 2026-07-28 era, but handshake-era clients still use it.
     # 2026-07-28 input rounds: requestState sealed and verified at the wire boundary.
@@ -331,6 +355,10 @@ def build_server(hub: ServingHub, profile: str | None = None) -> HubServer:
     server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, h.task_request)
     server.add_request_handler("tasks/update", TaskUpdateParams, h.task_request)
     server.add_request_handler("tasks/list", types.PaginatedRequestParams, h.list_tasks)
+    # Agent Skills (mcp_hub.protocol.skills): routed to the upstreams that declare the extension.
+    server.add_request_handler("skills/list", types.PaginatedRequestParams, h.list_skills)
+    server.add_request_handler("skills/get", SkillUriParams, h.get_skill)
+    server.add_request_handler("resources/directory/read", SkillUriParams, h.read_directory)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, h.initialized)
     server.add_notification_handler(
         "notifications/roots/list_changed", types.NotificationParams, h.roots_changed

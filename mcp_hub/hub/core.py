@@ -36,6 +36,7 @@ from mcp_hub.hub.metrics import UNKNOWN_TOOL, Metrics
 from mcp_hub.hub.open_calls import OpenCalls
 from mcp_hub.hub.serving import ServingMixin, with_task_id
 from mcp_hub.hub.sessions import ChangeKind, SessionTracker
+from mcp_hub.hub.skill_serving import SkillServingMixin
 from mcp_hub.hub.startup import StartupGate
 from mcp_hub.hub.task_owners import TaskOwners
 from mcp_hub.hub.tasks import TaskBook, TaskForwarder, ttl_seconds
@@ -127,7 +128,7 @@ def _rejected_shown(rows: list[dict[str, Any]], view: OpsView) -> list[dict[str,
     return shown
 
 
-class Hub(ServingMixin):
+class Hub(ServingMixin, SkillServingMixin):
     """One MCP hub: registry + upstreams + change notifications, as a context manager."""
 
     def __init__(

@@ -13,13 +13,13 @@ import difflib
 import json
 import threading
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
 from mcp.types import CallToolResult, TextContent
 
-from mcp_hub.protocol.apps import is_app_only
+from mcp_hub.protocol.apps import is_app_only, is_ui_tool
 from mcp_hub.search.exposure import (
     BRIDGE_NAMES,
     MAX_DESCRIBE,
@@ -66,6 +66,9 @@ class _Catalog:
     tokens: int
     #: App-only tools (MCP Apps ``visibility`` without "model"): never run by ``tool_call``.
     app_only: frozenset[str] = frozenset()
+    #: MCP Apps tools the model may see (listed beside the bridge, never searched):
+    #: ``tool_describe`` describes them, ``_meta.ui`` included.
+    ui_tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class ToolSearchBridge:
@@ -128,6 +131,8 @@ class ToolSearchBridge:
                 by_raw=by_raw,
                 tokens=estimate_tokens(defs),
                 app_only=frozenset(str(d.get("name", "")) for d in definitions if is_app_only(d)),
+                ui_tools={str(d.get("name", "")): d for d in definitions
+                          if is_ui_tool(d) and not is_app_only(d)},
             )
             self._current = (key, cat)
             return cat
@@ -249,10 +254,12 @@ class ToolSearchBridge:
         not_found: list[dict[str, Any]] = []
         for n in names:
             found = self._resolve(cat, n)
+            if not found and n in cat.ui_tools:
+                found = [n]
             if len(found) != 1:
                 not_found.append({"name": n, "close": found or _close(cat, n)})
                 continue
-            d = cat.by_name[found[0]]
+            d = cat.by_name.get(found[0]) or cat.ui_tools[found[0]]
             described: dict[str, Any] = {
                 "name": found[0],
                 "server": server_label(found[0], cat.servers),
@@ -262,6 +269,9 @@ class ToolSearchBridge:
             for extra in ("title", "annotations", "outputSchema", "execution"):
                 if d.get(extra):
                     described[extra] = d[extra]
+            meta = d.get("_meta")
+            if isinstance(meta, Mapping) and isinstance(meta.get("ui"), Mapping):
+                described["_meta"] = {"ui": meta["ui"]}  # an MCP Apps tool: its app
             tools.append(described)
         out: dict[str, Any] = {"tools": tools}
         if not_found:

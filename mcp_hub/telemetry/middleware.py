@@ -4,7 +4,10 @@
 bridge's ``tool_call``), so this middleware leaves it alone; every other request
 that reaches the SDK server — over stdio, Streamable HTTP or SSE — gets its span
 here: ``initialize``, ``tools/list``, ``prompts/get {name}``,
-``resources/read {uri}``, ``completion/complete``, ``ping`` … (the fast paths
+``resources/read {uri}`` (an app's ``ui://`` HTML included), ``tasks/get`` (and
+``tasks/result``, ``tasks/cancel``, ``tasks/list``; a task id is one of a kind, so
+it names no span), ``skills/list``, ``skills/get {uri}``,
+``resources/directory/read {uri}``, ``completion/complete``, ``ping`` … (the fast paths
 trace the lists they answer themselves). Notifications get none.
 
 It reads ``owner.telemetry`` per request, so a reload that turns telemetry on or
@@ -20,7 +23,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 __all__ = ["RequestSpans"]
 
 _TARGET_PARAM = {"prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
-                 "resources/unsubscribe": "uri"}
+                 "resources/unsubscribe": "uri", "skills/get": "uri",
+                 "resources/directory/read": "uri"}
 
 
 def _session_id(request: Any) -> str | None:

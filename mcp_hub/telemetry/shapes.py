@@ -17,7 +17,8 @@ OTHER = "_OTHER"
 #: The attribute that names a request's target, by method.
 _TARGET_ATTR = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name",
                 "resources/read": "mcp.resource.uri", "resources/subscribe": "mcp.resource.uri",
-                "resources/unsubscribe": "mcp.resource.uri"}
+                "resources/unsubscribe": "mcp.resource.uri", "skills/get": "mcp.resource.uri",
+                "resources/directory/read": "mcp.resource.uri"}
 
 
 class Shape:
@@ -36,7 +37,7 @@ class Shape:
 
 def _safe_target(method: str, target: str | None) -> str | None:
     """A resource URI without credentials, query or fragment (they may hold secrets)."""
-    if target is None or not method.startswith("resources/"):
+    if target is None or not method.startswith(("resources/", "skills/")):
         return target
     target = target.split("#", 1)[0].split("?", 1)[0]
     scheme, sep, rest = target.partition("://")

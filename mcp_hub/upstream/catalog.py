@@ -128,6 +128,8 @@ class CatalogMixin(CallsMixin):
             if exc.code != types.METHOD_NOT_FOUND:
                 raise
             templates = []
+        await self.skills_probe.check(session, is_modern(session), self.capabilities, resources,
+                                      self.config.connect_timeout)
         if resources != self.resources or templates != self.templates:
             self.resources = resources
             self.templates = templates

@@ -29,6 +29,7 @@ from mcp_hub.rewrite.tool import ArgumentPlan
 from mcp_hub.upstream.in_flight import InFlightCall
 from mcp_hub.upstream.list_hints import ListHint
 from mcp_hub.upstream.listening import Kind, WatchedUris
+from mcp_hub.upstream.skills_probe import SkillsProbe
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import TransportProbe
 
@@ -128,6 +129,8 @@ class ConnectionState:
         self.list_hints: dict[str, ListHint] = {}
         self.resources: list[types.Resource] = []
         self.templates: list[types.ResourceTemplate] = []
+        #: Whether a 2025 session serves Agent Skills (mcp_hub.upstream.skills_probe).
+        self.skills_probe = SkillsProbe()
         #: Subscribed resource URIs: ``resources/subscribe`` on a handshake session, the
         #: listen stream's filter on a 2026-07-28 one (mcp_hub.upstream.listening).
         self.watched = WatchedUris()

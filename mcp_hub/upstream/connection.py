@@ -255,6 +255,7 @@ class ServerConnection(CatalogMixin, RelaysMixin):
         self.prompts = []
         self.resources = []
         self.templates = []
+        self.skills_probe.forget()
         if had_tools:
             self.hooks.changed(self.name, "tools")
         if had_prompts:

@@ -12,6 +12,8 @@ prompts, resources and resource templates are merged here:
   listed, read and watched as ``ui://S/REST`` (:mod:`mcp_hub.protocol.apps`), so two
   servers' apps never collide; the server's tool definitions name it the same
   way (``_meta.ui.resourceUri``, rewritten in :mod:`mcp_hub.upstream.catalog`);
+- and skill files (Agent Skills, :mod:`mcp_hub.protocol.skills`): a ``skill://REST``
+  address or template of server ``S`` is ``skill://S/REST`` the same way;
 - resource templates are listed as they are; a read of a URI no server listed is
   routed to the first server with a matching template (RFC 6570 match), else to
   the only server that offers resources at all;
@@ -41,7 +43,8 @@ from mcp_hub.errors import resource_not_found
 from mcp_hub.pins.pinning import PinError, PinStore
 from mcp_hub.pins.stores import open_pin_store
 from mcp_hub.pipeline.context import CallContext
-from mcp_hub.protocol.apps import UI_SCHEME, namespaced_ui, split_ui
+from mcp_hub.protocol.apps import UI_SCHEME
+from mcp_hub.protocol.skills import SKILL_SCHEME, namespaced_uri, split_namespaced
 from mcp_hub.redact import add_secrets
 from mcp_hub.registry.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
@@ -428,7 +431,7 @@ class UpstreamManager:
                 c.prompt_map[exposed] = (conn, prompt.name)
                 prompt_entries[exposed] = prompt.model_copy(update={"name": exposed})
             for resource in conn.resources:
-                uri = namespaced_ui(conn.name, str(resource.uri))
+                uri = namespaced_uri(conn.name, str(resource.uri))
                 if uri in c.resource_map:
                     c.shadowed.setdefault(conn.name, []).append(uri)
                     continue
@@ -436,6 +439,9 @@ class UpstreamManager:
                 c.resources.append(resource if uri == str(resource.uri)
                                    else resource.model_copy(update={"uri": uri}))
             for template in conn.templates:
+                if template.uri_template.startswith(SKILL_SCHEME):
+                    template = template.model_copy(update={
+                        "uri_template": namespaced_uri(conn.name, template.uri_template)})
                 if template.uri_template in c.template_map:
                     continue
                 c.template_map[template.uri_template] = conn
@@ -464,8 +470,8 @@ class UpstreamManager:
         conn = catalog.resource_map.get(uri)
         if conn is not None:
             return conn
-        app = split_ui(uri)
-        if app is not None:  # an app address names its server; an unknown one is nobody's
+        app = split_namespaced(uri)
+        if app is not None:  # an app or skill address names its server; else it is nobody's
             owner = self._connections.get(app[0])
             if owner is not None and owner.session is not None and owner.supports("resources"):
                 return owner
@@ -505,6 +511,10 @@ class UpstreamManager:
         except MCPError:
             return None
 
+    def own_uri(self, conn: ServerConnection, uri: str) -> str:
+        """The address server ``conn`` itself uses for the hub's ``uri``."""
+        return _upstream_uri(conn, uri)
+
     def template_server(self, uri_template: str) -> str | None:
         """The server that listed resource template ``uri_template`` (None: none)."""
         owner = self._get_catalog().template_map.get(uri_template)
@@ -535,7 +545,7 @@ class UpstreamManager:
             types.ReadResourceResult, call, what=f"resources/read {own!r}")
         if own == uri:
             return result
-        contents = [c.model_copy(update={"uri": namespaced_ui(conn.name, str(c.uri))})
+        contents = [c.model_copy(update={"uri": namespaced_uri(conn.name, str(c.uri))})
                     for c in result.contents]
         return result.model_copy(update={"contents": contents})
 
@@ -591,7 +601,8 @@ class UpstreamManager:
         else:
             owner = catalog.template_map.get(ref.uri)
             conn = owner if owner is not None else self._resource_owner(ref.uri)
-            upstream_ref = ref
+            own = _upstream_uri(conn, ref.uri)  # a skill:// template is namespaced
+            upstream_ref = ref if own == ref.uri else ref.model_copy(update={"uri": own})
         if not conn.supports("completions"):
             return types.Completion(values=[])
         result = await conn.request(
@@ -644,6 +655,7 @@ def _differs(a: ServerConfig, b: ServerConfig) -> bool:
 
 
 def _upstream_uri(conn: ServerConnection, uri: str) -> str:
-    """The address ``conn`` itself uses for ``uri`` (an app address without its namespace)."""
-    app = split_ui(uri)
+    """The address ``conn`` itself uses for ``uri`` (an app or skill address without its
+    namespace)."""
+    app = split_namespaced(uri)
     return app[1] if app is not None and app[0] == conn.name else uri

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from mcp_hub.pipeline.context import CallContext
-from mcp_hub.protocol.apps import namespaced_ui
+from mcp_hub.protocol.skills import namespaced_uri
 from mcp_hub.telemetry import relay_span
 from mcp_hub.upstream.conn_state import ConnectionState
 from mcp_hub.upstream.failures import error_text
@@ -119,7 +119,7 @@ class RelaysMixin(ConnectionState):
               and self.hooks.resource_updated is not None):
             # A 2025 session's notification, or a frame of a 2026-07-28 listen stream.
             # An app address is announced as the hub lists it (mcp_hub.protocol.apps).
-            await self.hooks.resource_updated(namespaced_ui(self.name, str(message.params.uri)))
+            await self.hooks.resource_updated(namespaced_uri(self.name, str(message.params.uri)))
 
 
 def cannot_relay(what: str, why: str) -> types.ErrorData:

@@ -21,6 +21,11 @@ Usage (from the repository root)::
     # any Streamable HTTP server directly vs. the hub fronting it (prefix = "")
     python -m tests.conformance.run --via-hub http://127.0.0.1:3000/mcp --next --protocol auto
 
+    # the skills fixture (tests/fixtures/skills_server.py) directly vs. through the hub,
+    # the suite's Agent Skills scenarios only
+    python -m tests.conformance.run --fixture-vs-hub --skills --next --protocol 2026 \
+        --scenario sep-2640-skills-enumeration,sep-2640-skills-directory,sep-2640-skills-manifest
+
 The comparison honours ``tests/conformance/expected_failures.txt`` (see
 ``results.load_expected_failures``). Exit status: 0 when the run has no failed
 scenario (single run) or the comparison holds (compare modes), else 1.
@@ -64,6 +69,9 @@ SUITE_JS_NEXT = ROOT / "js" / "node_modules" / "conformance-next" / "dist" / "in
 EXPECTED_FAILURES = Path(__file__).with_name("expected_failures.txt")
 FIXTURE_MODULE = "tests.fixtures.conformance_server"
 READY_TOOL = "test_simple_text"
+#: The Agent Skills fixture (``--skills``) and the tool that says it is up.
+SKILLS_MODULE = "tests.fixtures.skills_server"
+SKILLS_READY_TOOL = "add_skill"
 
 
 def suite_available(suite_js: Path = SUITE_JS) -> bool:
@@ -91,18 +99,23 @@ async def run_suite(
     """Run the suite's server scenarios against ``url`` and parse the results.
 
     ``suite="all"`` includes the suite's pending scenarios (json-schema-2020-12,
-    server-sse-polling); ``"active"`` is the suite's default.
+    server-sse-polling); ``"active"`` is the suite's default. ``scenario`` may name
+    several, comma-separated: each runs in turn.
     """
     with tempfile.TemporaryDirectory(prefix="mcp-conformance-") as tmp:
         out = output_dir or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         cmd = [str(NODE), str(suite_js), "server", "--url", url, "-o", str(out)]
-        cmd += ["--scenario", scenario] if scenario else ["--suite", suite]
+        runs = ([[*cmd, "--scenario", one] for one in scenario.split(",")] if scenario
+                else [[*cmd, "--suite", suite]])
+        console = ""
         with anyio.fail_after(timeout_s):
-            proc = await anyio.run_process(
-                cmd, check=False, env={**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
-            )
-        console = proc.stdout.decode(errors="replace") + "\n" + proc.stderr.decode(errors="replace")
+            for run in runs:
+                proc = await anyio.run_process(
+                    run, check=False, env={**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
+                )
+                console += (proc.stdout.decode(errors="replace") + "\n"
+                            + proc.stderr.decode(errors="replace"))
         scenarios = parse_output_dir(out, console)
         if not scenarios:
             raise RuntimeError(f"the conformance suite produced no results:\n{console[-4000:]}")
@@ -116,10 +129,11 @@ async def compare_direct_and_hub(
     expected_failures: Path = EXPECTED_FAILURES,
     suite: str = "all",
     suite_js: Path = SUITE_JS,
+    scenario: str | None = None,
 ) -> Comparison:
     """Run the suite against both URLs and compare: the hub may lose nothing."""
-    direct = await run_suite(direct_url, suite=suite, suite_js=suite_js)
-    hub = await run_suite(hub_url, suite=suite, suite_js=suite_js)
+    direct = await run_suite(direct_url, suite=suite, suite_js=suite_js, scenario=scenario)
+    hub = await run_suite(hub_url, suite=suite, suite_js=suite_js, scenario=scenario)
     return compare(direct, hub, load_expected_failures(expected_failures))
 
 
@@ -187,8 +201,8 @@ async def serve(
             await proc.aclose()
 
 
-def fixture_http_command(port: int) -> list[str]:
-    return [sys.executable, "-m", FIXTURE_MODULE, "--transport", "http", "--port", str(port)]
+def fixture_http_command(port: int, module: str = FIXTURE_MODULE) -> list[str]:
+    return [sys.executable, "-m", module, "--transport", "http", "--port", str(port)]
 
 
 def hub_command() -> list[str]:
@@ -200,12 +214,13 @@ def hub_command() -> list[str]:
 
 
 def write_hub_config(path: Path, python: str = sys.executable, *,
-                     protocol: str | None = None, upstream_url: str | None = None) -> Path:
-    """A servers.toml that fronts the fixture over stdio (or ``upstream_url`` over
-    Streamable HTTP) with an empty prefix, speaking ``protocol`` to it if given."""
+                     protocol: str | None = None, upstream_url: str | None = None,
+                     module: str = FIXTURE_MODULE) -> Path:
+    """A servers.toml that fronts the fixture ``module`` over stdio (or ``upstream_url``
+    over Streamable HTTP) with an empty prefix, speaking ``protocol`` to it if given."""
     if upstream_url is None:
         server = (f"command = {json.dumps(python)}\n"
-                  f'args = ["-m", "{FIXTURE_MODULE}", "--transport", "stdio"]\n'
+                  f'args = ["-m", "{module}", "--transport", "stdio"]\n'
                   f"cwd = {json.dumps(str(ROOT))}\n")
     else:
         server = f'url = {json.dumps(upstream_url)}\ntransport = "http"\n'
@@ -218,46 +233,53 @@ def write_hub_config(path: Path, python: str = sys.executable, *,
 
 
 @asynccontextmanager
-async def serve_fixture() -> AsyncIterator[str]:
-    """The conformance fixture over Streamable HTTP on a free loopback port."""
+async def serve_fixture(module: str = FIXTURE_MODULE, ready_tool: str = READY_TOOL
+                        ) -> AsyncIterator[str]:
+    """The conformance fixture (or ``module``) over Streamable HTTP on a free loopback port."""
     port = free_port()
-    async with serve(fixture_http_command(port), port) as url:
+    async with serve(fixture_http_command(port, module), port, expect_tool=ready_tool) as url:
         yield url
 
 
 @asynccontextmanager
 async def serve_hub(config: Path | None = None, *, protocol: str | None = None,
-                    upstream_url: str | None = None) -> AsyncIterator[str]:
+                    upstream_url: str | None = None, module: str = FIXTURE_MODULE,
+                    ready_tool: str = READY_TOOL) -> AsyncIterator[str]:
     """``mcp-hub serve --transport http`` fronting the fixture (stdio, prefix "")."""
     with tempfile.TemporaryDirectory(prefix="mcp-hub-conformance-") as tmp:
         cfg = config or write_hub_config(Path(tmp) / "servers.toml", protocol=protocol,
-                                         upstream_url=upstream_url)
+                                         upstream_url=upstream_url, module=module)
         port = free_port()
         cmd = [*hub_command(), "serve", "--transport", "http", "--host", "127.0.0.1"]
         cmd += ["--port", str(port), "--config", str(cfg)]
-        async with serve(cmd, port) as url:
+        async with serve(cmd, port, expect_tool=ready_tool) as url:
             yield url
 
 
 async def fixture_vs_hub(
     *, expected_failures: Path = EXPECTED_FAILURES, suite: str = "all",
-    suite_js: Path = SUITE_JS, protocol: str | None = None,
+    suite_js: Path = SUITE_JS, protocol: str | None = None, skills: bool = False,
+    scenario: str | None = None,
 ) -> Comparison:
-    async with serve_fixture() as direct_url, serve_hub(protocol=protocol) as hub_url:
+    """The fixture (``skills``: the Agent Skills fixture) directly and through the hub."""
+    module, ready = (SKILLS_MODULE, SKILLS_READY_TOOL) if skills else (FIXTURE_MODULE, READY_TOOL)
+    async with (serve_fixture(module, ready) as direct_url,
+                serve_hub(protocol=protocol, module=module, ready_tool=ready) as hub_url):
         return await compare_direct_and_hub(
             direct_url, hub_url, expected_failures=expected_failures, suite=suite,
-            suite_js=suite_js,
+            suite_js=suite_js, scenario=scenario,
         )
 
 
 async def url_vs_hub(
     url: str, *, expected_failures: Path = EXPECTED_FAILURES, suite: str = "all",
-    suite_js: Path = SUITE_JS, protocol: str | None = None,
+    suite_js: Path = SUITE_JS, protocol: str | None = None, scenario: str | None = None,
 ) -> Comparison:
     """``url`` (a server started elsewhere) directly vs. the hub fronting it over HTTP."""
     async with serve_hub(protocol=protocol, upstream_url=url) as hub_url:
         return await compare_direct_and_hub(
-            url, hub_url, expected_failures=expected_failures, suite=suite, suite_js=suite_js)
+            url, hub_url, expected_failures=expected_failures, suite=suite, suite_js=suite_js,
+            scenario=scenario)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -280,15 +302,16 @@ async def _main(args: argparse.Namespace) -> int:
     if args.compare or args.fixture_vs_hub or args.via_hub:
         if args.compare:
             comparison = await compare_direct_and_hub(
-                *args.compare, expected_failures=expected, suite=args.suite, suite_js=suite_js
-            )
+                *args.compare, expected_failures=expected, suite=args.suite, suite_js=suite_js,
+                scenario=args.scenario)
         elif args.via_hub:
             comparison = await url_vs_hub(args.via_hub, expected_failures=expected,
                                           suite=args.suite, suite_js=suite_js,
-                                          protocol=args.protocol)
+                                          protocol=args.protocol, scenario=args.scenario)
         else:
             comparison = await fixture_vs_hub(expected_failures=expected, suite=args.suite,
-                                              suite_js=suite_js, protocol=args.protocol)
+                                              suite_js=suite_js, protocol=args.protocol,
+                                              skills=args.skills, scenario=args.scenario)
         _print_suite(comparison.direct)
         _print_suite(comparison.hub)
         print(comparison.report())
@@ -296,7 +319,9 @@ async def _main(args: argparse.Namespace) -> int:
         code = 0 if comparison.ok else 1
     else:
         if args.fixture:
-            async with serve_fixture() as url:
+            module, ready = ((SKILLS_MODULE, SKILLS_READY_TOOL) if args.skills
+                             else (FIXTURE_MODULE, READY_TOOL))
+            async with serve_fixture(module, ready) as url:
                 result = await run_suite(url, suite=args.suite, scenario=args.scenario,
                                          suite_js=suite_js)
         else:
@@ -326,8 +351,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the 0.2 suite (js/node_modules/conformance-next)")
     parser.add_argument("--protocol", choices=["2025", "2026", "auto"],
                         help="the hub's [servers.NAME] protocol towards the server it fronts")
+    parser.add_argument("--skills", action="store_true",
+                        help="--fixture/--fixture-vs-hub: the Agent Skills fixture "
+                             "(tests/fixtures/skills_server.py)")
     parser.add_argument("--suite", default="all", help='"all" (default), "active" or "pending"')
-    parser.add_argument("--scenario", help="run one scenario only (single-run modes)")
+    parser.add_argument("--scenario", help="run only these scenarios (comma-separated)")
     parser.add_argument("--expected-failures", default=str(EXPECTED_FAILURES))
     parser.add_argument("--json", help="write the results as JSON to this file")
     args = parser.parse_args(argv)
