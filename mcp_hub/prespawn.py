@@ -187,8 +187,9 @@ def start(config_path: Path | None) -> int:
         if "url" in spec or spec.get("transport", "stdio") != "stdio":
             continue
         command, args = spec.get("command"), spec.get("args", [])
-        env_extra, cwd = spec.get("env", {}), spec.get("cwd")
-        if not (isinstance(command, str) and _plain(command) and _plain(args) and _plain(env_extra)):
+        env_extra, cwd, own_path = spec.get("env", {}), spec.get("cwd"), spec.get("path", [])
+        if not (isinstance(command, str) and _plain(command) and _plain(args) and _plain(env_extra)
+                and isinstance(own_path, list) and _plain(own_path)):
             continue
         if cwd is not None and not _plain(cwd):
             continue
@@ -196,7 +197,8 @@ def start(config_path: Path | None) -> int:
             command, args, cwd, str(config_path.resolve().parent))
         if command is None or (cwd is not None and not os.path.isdir(cwd)):
             continue
-        env = search.apply(filtered_environment(env_extra))
+        server_search = search.prepended(own_path, str(config_path.resolve().parent))
+        env = server_search.apply(filtered_environment(env_extra))
         executable = commands.find_command(command, env.get("PATH"), cwd)
         if executable is None:
             continue
