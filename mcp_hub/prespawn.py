@@ -49,11 +49,17 @@ __all__ = [
     "start",
 ]
 
-#: Variables a stdio child inherits from the hub; everything else must be set in ``env``.
+#: Variables a stdio child inherits from the hub; everything else must be set in ``env``
+#: (docs/upstreams.md, "What a child inherits" lists them; a test reads that list).
+#: The CA bundle variables are paths to certificates the machine trusts, never secrets:
+#: without them ``uvx``/``pip``/``npx`` behind a TLS-inspecting proxy cannot fetch a
+#: package. Proxies and package mirrors may carry credentials: ``env`` passes them.
 INHERITED_ENV_VARS = (
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
     "TERM", "TMPDIR", "TEMP", "TMP", "TZ", "SYSTEMROOT", "APPDATA", "LOCALAPPDATA",
     "USERPROFILE", "PATHEXT", "COMSPEC",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
 )
 
 _READ_CHUNK = 65536
