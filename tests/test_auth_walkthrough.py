@@ -4,6 +4,7 @@ changed to free ones)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -53,10 +54,8 @@ def test_the_auth_walkthrough_runs_as_written(tmp_path: Path) -> None:
     try:
         out, err = proc.communicate(timeout=120)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     assert proc.returncode == 0, err
     assert re.search(r"^HTTP/1\.1 401", out, re.M), out
     assert "resource_metadata=" in out
