@@ -1,7 +1,7 @@
 """``mcp-hub call`` on a running hub stays light: the answer comes over the standard
-library's HTTP client on one kept-alive connection, without importing httpx, pydantic or
-the MCP SDK and without building a TLS context for a plain ``http://`` hub (they cost
-more than the call itself)."""
+library's HTTP client on one kept-alive connection, without importing httpx, pydantic,
+asyncio or the MCP SDK and without building a TLS context for a plain ``http://`` hub
+(they cost more than the call itself)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("httpx2", "httpcore2", "mcp", "pydantic"))
+roots = ("httpx2", "httpcore2", "mcp", "pydantic", "anyio", "asyncio")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in roots)
 print(json.dumps({"code": code, "heavy": heavy, "tls_contexts": len(made)}), file=sys.stderr)
 """
 
