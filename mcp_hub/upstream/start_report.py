@@ -3,11 +3,13 @@
 A first start can take long with nothing to show for it: ``npx``/``uvx`` fetch a
 package before the server answers, a server loads a model. So while any enabled
 server has not finished its first attempt, the manager logs (logger
-``mcp_hub.upstream``, level INFO):
+``mcp_hub.start``, level INFO; not ``mcp_hub.upstream``, whose every line is about
+one server):
 
 * at once: ``starting 3 upstream servers: time, git, everything``;
 * every :data:`EVERY_SECONDS`: ``waiting for memory (8 s; connecting): <the last
-  line it wrote on stderr>`` for each server still on its first attempt;
+  line it wrote on stderr>`` for each server still on its first attempt (the
+  record carries that ``server``, as every line about one upstream does);
 * when every first attempt is over: ``upstreams: 3 of 3 ready, 33 tools, after 0.4
   s``, naming the ones that are not ready with their state.
 
@@ -27,7 +29,7 @@ from mcp_hub.upstream.status import ServerState
 
 __all__ = ["EVERY_SECONDS", "report_first_start"]
 
-logger = logging.getLogger("mcp_hub.upstream")
+logger = logging.getLogger("mcp_hub.start")
 
 #: How often the servers still starting are named.
 EVERY_SECONDS = 5.0
@@ -66,5 +68,5 @@ async def report_first_start(conns: Sequence[ServerConnection], every: float = E
         elapsed = anyio.current_time() - started
         for conn in pending:
             if not conn.first_done.is_set():
-                logger.info("%s", _waiting_line(conn, elapsed))
+                logger.info("%s", _waiting_line(conn, elapsed), extra={"server": conn.name})
     logger.info("%s", _summary(conns, anyio.current_time() - started))
