@@ -4,7 +4,9 @@ A few plain HTTP requests, no MCP SDK: ``GET /status.json`` for ``status``; for
 ``tools`` and ``call`` one short Streamable HTTP session (``initialize``, the
 request, ``DELETE``), whose answer may come as JSON or as one SSE stream. So a
 call to a ready server costs the hub's own latency plus a Python start-up,
-instead of starting every upstream of the config in the CLI's process.
+instead of starting every upstream of the config in the CLI's process. The
+requests go through :mod:`mcp_hub.cli.plain_http` (the standard library on one
+kept-alive connection): httpx's import and TLS set-up cost more than the call.
 
 The token comes from ``--token`` or ``$MCP_HUB_TOKEN``; a hub that refuses the
 request (401) gets an error naming both.
@@ -18,9 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
-
 from mcp_hub import __version__
+from mcp_hub.cli.plain_http import TRANSPORT_ERRORS, Connection, Reply
 from mcp_hub.hub_errors import HubError
 
 __all__ = ["RemoteHub", "needs_token_message"]
@@ -38,7 +39,7 @@ def needs_token_message(base: str, token: str | None) -> str:
             "environment or pass --token TOKEN (one of [hub.http] auth_tokens)")
 
 
-def _messages(response: httpx2.Response) -> list[dict[str, Any]]:
+def _messages(response: Reply) -> list[dict[str, Any]]:
     """The JSON-RPC messages of a response: a JSON body, or the ``data:`` of SSE events."""
     kind = response.headers.get("content-type", "")
     if kind.startswith("text/event-stream"):
@@ -71,14 +72,14 @@ class RemoteHub:
     def _reaching(self) -> Iterator[None]:
         try:
             yield
-        except httpx2.TransportError as exc:
+        except TRANSPORT_ERRORS as exc:
             raise HubError(f"cannot reach the hub at {self.base}: {exc or type(exc).__name__}"
                            ) from None
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
-    def _check(self, response: httpx2.Response, what: str) -> None:
+    def _check(self, response: Reply, what: str) -> None:
         if response.status_code == 401:
             raise HubError(needs_token_message(self.base, self.token))
         if response.status_code >= 400:
@@ -87,19 +88,19 @@ class RemoteHub:
 
     def status(self) -> dict[str, Any]:
         """``/status.json``: what this caller may see of the hub."""
-        with self._reaching(), httpx2.Client(timeout=30) as http:
-            response = http.get(f"{self.base}/status.json", headers=self._headers())
+        with self._reaching(), Connection(self.base, read_timeout=30) as http:
+            response = http.get("/status.json", headers=self._headers())
         self._check(response, "status")
         data: dict[str, Any] = response.json()
         return data
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One MCP request in a session of its own; its ``result`` (an error raises)."""
-        url = f"{self.base}/mcp"
+        url = "/mcp"
         headers = {**self._headers(), "Accept": _ACCEPT}
-        timeout = httpx2.Timeout(30, read=self.timeout)
-        with self._reaching(), httpx2.Client(timeout=timeout, headers=headers) as http:
-            opened = http.post(url, json={
+        with self._reaching(), Connection(self.base, read_timeout=self.timeout,
+                                          headers=headers) as http:
+            opened = http.post(url, json_body={
                 "jsonrpc": "2.0", "id": 1, "method": "initialize",
                 "params": {"protocolVersion": PROTOCOL, "capabilities": {},
                            "clientInfo": {"name": "mcp-hub-cli", "version": __version__}}})
@@ -112,15 +113,15 @@ class RemoteHub:
             if session:
                 more["mcp-session-id"] = session
             try:
-                done = http.post(url, headers=more,
-                                 json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                done = http.post(url, headers=more, json_body={
+                    "jsonrpc": "2.0", "method": "notifications/initialized"})
                 self._check(done, "initialized")
-                answer = http.post(url, headers=more, json={
+                answer = http.post(url, headers=more, json_body={
                     "jsonrpc": "2.0", "id": 2, "method": method, "params": params})
                 self._check(answer, method)
             finally:
                 if session:  # else the session ends on the hub's idle timeout
-                    with contextlib.suppress(httpx2.TransportError):
+                    with contextlib.suppress(*TRANSPORT_ERRORS):
                         http.delete(url, headers=more)
         for message in _messages(answer):
             if message.get("id") == 2:

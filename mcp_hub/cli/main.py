@@ -12,15 +12,14 @@ import json
 import logging
 import os
 import sys
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from mcp_hub import __version__
 from mcp_hub.cli import login as oauth_commands
+from mcp_hub.config.path import find_config_path
 from mcp_hub.redact import RedactingFilter, add_secrets, redact
-from mcp_hub.upstream.stdio import prespawn
 
 if TYPE_CHECKING:
     from mcp_hub.cli.hub_client import RemoteHub
@@ -76,6 +75,8 @@ def setup_logging(level: str, fmt: str = "text") -> None:
 
 def run_async(fn: Any) -> Any:
     """Run ``fn`` on asyncio, with uvloop's faster event loop where it is installed."""
+    import anyio  # here: `call` on a running hub needs no event loop (nor asyncio's import)
+
     try:
         import uvloop  # noqa: F401
     except ImportError:
@@ -152,7 +153,7 @@ def remote_hub(args: argparse.Namespace) -> RemoteHub | None:
     if url:
         url = url.rstrip("/")
         return _remote(url[: -len("/mcp")] if url.endswith("/mcp") else url, token)
-    host, port = hub_address.configured_address(prespawn.find_config_path(args.config))
+    host, port = hub_address.configured_address(find_config_path(args.config))
     base = hub_address.base_url(host, port)
     args.probed = base
     return _remote(base, token) if hub_address.answers(host, port) else None
@@ -641,10 +642,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = _parse(parser, sys.argv[1:] if argv is None else argv)
     args.remote = remote_hub(args) if args.command in _CLIENT_COMMANDS else None
+    # mcp_hub.upstream.stdio.prespawn (asyncio and all) is imported only where servers start here.
+    early: types.ModuleType | None = None
     if args.command in _PRESPAWN_COMMANDS and args.remote is None \
             and not getattr(args, "server", None):
+        from mcp_hub.upstream.stdio import prespawn
+
+        early = prespawn
         # Upstreams start importing their SDKs while the hub imports its own.
-        prespawn.start(prespawn.find_config_path(args.config))
+        prespawn.start(find_config_path(args.config))
 
     try:
         return int(args.func(args))
@@ -655,7 +661,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return report(exc, debug=args.debug)
     finally:
-        prespawn.discard_all()
+        if early is not None:
+            early.discard_all()
 
 
 if __name__ == "__main__":

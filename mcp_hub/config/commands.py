@@ -7,7 +7,9 @@ stdio child gets, and where its command is looked up, is built here and only
 here — by the upstream transport and by the early start (:mod:`mcp_hub.upstream.stdio.prespawn`)
 alike, so that both compute the very same command line and environment:
 
-* ``[hub] path`` entries come first, then the child's own ``PATH`` (its ``env``
+* A server's own ``path`` entries come first (``[servers.NAME] path``: what
+  only that server needs, such as a bundled Node, so it shadows nothing for the
+  others), then ``[hub] path`` entries, then the child's own ``PATH`` (its ``env``
   value, or the one inherited from the hub), then the hub's own ``bin``
   directory (where the ``mcp-hub`` script lives) unless ``hub_bin_on_path`` is
   false — so servers installed beside the hub are always found.
@@ -80,6 +82,13 @@ class SearchPath:
         if path is not None:
             out["PATH"] = path
         return out
+
+    def prepended(self, entries: Sequence[str], config_dir: str) -> SearchPath:
+        """This search path with ``entries`` (a server's own ``path``) put first."""
+        if not entries:
+            return self
+        first = tuple(_absolute(e, config_dir) for e in entries)
+        return SearchPath(first + self.before, self.after)
 
 
 def _absolute(entry: str, base: str) -> str:

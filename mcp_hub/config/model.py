@@ -35,6 +35,7 @@ from mcp_hub.auth.settings import AccessRule, AuditConfig, AuthConfig, NamedToke
 from mcp_hub.config import commands
 from mcp_hub.config.oauth import OAuthSettings
 from mcp_hub.config.path import find_config_path
+from mcp_hub.config.state_dirs import config_state_dir, user_state_dir
 from mcp_hub.errors import ConfigError
 from mcp_hub.redact import own
 from mcp_hub.registry.naming import is_upstream_toolset
@@ -197,12 +198,16 @@ class HubSettings(_Model):
     @field_validator("path")
     @classmethod
     def _usable_path(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            if not (entry.startswith((*commands.RELATIVE_PREFIXES, "~"))
-                    or os.path.isabs(entry)):
-                raise ValueError(f"{entry!r}: write ./{entry} for a folder relative to the "
-                                 "config file, or an absolute path")
-        return value
+        return _usable_path_entries(value)
+
+
+def _usable_path_entries(value: list[str]) -> list[str]:
+    """``[hub] path`` / ``[servers.NAME] path``: each entry ``./x``, ``~/x`` or absolute."""
+    for entry in value:
+        if not (entry.startswith((*commands.RELATIVE_PREFIXES, "~")) or os.path.isabs(entry)):
+            raise ValueError(f"{entry!r}: write ./{entry} for a folder relative to the "
+                             "config file, or an absolute path")
+    return value
 
 
 #: The setting that makes a server an OAuth client, as the hub's hints spell it.
@@ -215,6 +220,9 @@ class ServerConfig(_Model):
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    #: Folders put before this stdio server's PATH, ahead of ``[hub] path`` (``./x``: relative
+    #: to the config file): what only this server needs, e.g. a bundled Node.
+    path: list[str] = Field(default_factory=list)
     cwd: str | None = None
     url: str | None = None
     transport: Transport | None = None
@@ -259,6 +267,11 @@ class ServerConfig(_Model):
     def search_path(self) -> commands.SearchPath:
         """The folders the hub puts around this server's PATH."""
         return self._search_path
+
+    @field_validator("path")
+    @classmethod
+    def _usable_path(cls, value: list[str]) -> list[str]:
+        return _usable_path_entries(value)
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerConfig:
@@ -479,11 +492,17 @@ class HubConfig(_Model):
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
     def state_path(self) -> Path:
-        """Where the hub keeps state (tool pins): ``hub.state_dir`` or the XDG default."""
+        """Where the hub keeps state (pins, OAuth tokens): ``hub.state_dir``, else a folder
+        of this config's own under the XDG state folder (:mod:`mcp_hub.config.state_dirs`)."""
         if self.hub.state_dir:
             return Path(self.hub.state_dir).expanduser()
-        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        return Path(base) / "mcp-hub"
+        if self.source is None:
+            return user_state_dir()
+        return config_state_dir(self.source)
+
+    def shares_user_state(self) -> bool:
+        """True when this config's state is the per-user folder itself (no own folder)."""
+        return bool(self.hub.state_dir) or self.source is None
 
 
 # --------------------------------------------------------------------------- loading
@@ -583,7 +602,7 @@ def _resolve_paths(config: HubConfig) -> None:
     for server in config.servers.values():
         server.command, server.args, server.cwd = commands.resolve_server_paths(
             server.command, server.args, server.cwd, base)
-        server._search_path = search
+        server._search_path = search.prepended(server.path, base)
         server._state_dir = config.state_path()
         server._state_url = config.state.url
         server.oauth.use_hub_client_metadata(config.hub.http.public_url)

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +60,7 @@ __all__ = [
     "PinStore",
     "PinVerdict",
     "Policy",
+    "adopt_pins",
     "diff_fields",
     "fingerprint",
     "pinned_view",
@@ -463,3 +464,29 @@ def pins_path(config: HubConfig) -> Path:
     return config.state_path() / "pins.json"
 
 
+
+
+def adopt_pins(store: PinStore, legacy: Path, servers: Iterable[str]) -> int:
+    """Copy the pins of ``servers`` from the per-user pin file ``legacy`` into ``store``'s
+    file, once: only while that file does not exist yet. How many servers came over.
+
+    The copy is written even when empty, so the per-user file is read once per config.
+    An unreadable per-user file copies nothing (and is left for ``mcp-hub pins`` to name).
+    """
+    if store.path.exists() or not legacy.is_file() or legacy == store.path:
+        return 0
+    try:
+        old = PinStore(legacy)._read()
+    except PinError:
+        return 0
+    wanted = set(servers)
+    kept = PinState({s: r for s, r in old.servers.items() if s in wanted})
+    with store._lock, store._file_lock():
+        if store.path.exists():
+            return 0
+        store._write(kept)
+    store._load_if_changed()
+    if kept.servers:
+        logger.info("pins of %s carried over from %s to %s", ", ".join(sorted(kept.servers)),
+                    legacy, store.path)
+    return len(kept.servers)

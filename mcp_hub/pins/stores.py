@@ -9,7 +9,8 @@ imports ``redis``.
 from __future__ import annotations
 
 from mcp_hub.config.model import HubConfig
-from mcp_hub.pins.pinning import PinStore, pins_path
+from mcp_hub.config.state_dirs import user_state_dir
+from mcp_hub.pins.pinning import PinStore, adopt_pins, pins_path
 from mcp_hub.state import require_redis
 
 __all__ = ["open_pin_store"]
@@ -17,7 +18,8 @@ __all__ = ["open_pin_store"]
 
 def open_pin_store(config: HubConfig) -> PinStore:
     """The pin store of ``config``: ``<state dir>/pins.json``, or Redis when ``[state] url``
-    names one, with the config's policies."""
+    names one, with the config's policies. A config's own pin file starts with the pins
+    its servers had in the per-user file of earlier versions (:mod:`mcp_hub.config.state_dirs`)."""
     policies = {n: s.pin_policy for n, s in config.servers.items()}
     url = config.state.url
     if url and url.startswith(("redis://", "rediss://", "unix://")):
@@ -25,4 +27,8 @@ def open_pin_store(config: HubConfig) -> PinStore:
         from mcp_hub.pins.redis_store import RedisPinStore  # only with [state] url: needs redis
 
         return RedisPinStore(url, policy=config.pins.policy, server_policies=policies)
-    return PinStore(pins_path(config), policy=config.pins.policy, server_policies=policies)
+    store = PinStore(pins_path(config), policy=config.pins.policy, server_policies=policies)
+    if not config.shares_user_state():
+        # A config's own state folder: its servers' pins from the per-user file, once.
+        adopt_pins(store, user_state_dir() / "pins.json", config.servers)
+    return store

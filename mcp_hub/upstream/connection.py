@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mcp_hub.plumbing.bursts import settle_burst
 from mcp_hub.redact import redact
+from mcp_hub.upstream.by_hand import timeout_hint
 from mcp_hub.upstream.catalog import CatalogMixin
 from mcp_hub.upstream.conn_state import (
     BACKOFF_INITIAL,
@@ -124,6 +125,8 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 self._go_down()
             if probe.stderr_tail and not served:
                 failure.message += " — stderr: " + redact(" | ".join(probe.stderr_tail))[-500:]
+            if failure.timed_out:
+                failure.message += timeout_hint(self.config, bool(probe.stderr_tail))
             self.last_error = failure.message
             self.first_done.set()
             if probe.needs_login is not None:
@@ -219,7 +222,8 @@ class ServerConnection(CatalogMixin, RelaysMixin):
         if connect_scope.cancelled_caught and not ready:
             raise ConnectFailure(
                 f"no answer within connect_timeout ({timeout:g} s)"
-                + (f": {self._lost_reason}" if self._lost_reason else "")
+                + (f": {self._lost_reason}" if self._lost_reason else ""),
+                timed_out=True,
             )
         return ready
 

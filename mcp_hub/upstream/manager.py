@@ -49,6 +49,7 @@ from mcp_hub.redact import add_secrets
 from mcp_hub.registry.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
 from mcp_hub.upstream.listening import confirm_watched, listens
+from mcp_hub.upstream.start_report import EVERY_SECONDS, report_first_start
 from mcp_hub.upstream.status import UpstreamStatus
 from mcp_hub.upstream.stdio.prespawn import AdoptEarly
 
@@ -97,6 +98,7 @@ class UpstreamManager:
         on_log: OnLog | None = None,
         remember_secrets: Callable[[Iterable[str]], None] = add_secrets,
         adopt_early: AdoptEarly | None = None,
+        progress_every: float = EVERY_SECONDS,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -115,6 +117,8 @@ class UpstreamManager:
         self.remember_secrets = remember_secrets
         #: The Hub's early-started processes, offered to each stdio connection.
         self.adopt_early = adopt_early
+        #: How often the first start names the servers it still waits for (start_report).
+        self.progress_every = progress_every
         self._connections: dict[str, ServerConnection] = {}
         self._order: dict[str, int] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -206,9 +210,10 @@ class UpstreamManager:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        for conn in self._connections.values():
-            if conn.config.enabled:
-                tg.start_soon(conn.run, name=f"upstream:{conn.name}")
+        enabled = [c for c in self._connections.values() if c.config.enabled]
+        tg.start_soon(report_first_start, enabled, self.progress_every, name="upstream:report")
+        for conn in enabled:
+            tg.start_soon(conn.run, name=f"upstream:{conn.name}")
         tg.start_soon(self._watch_initial, name="upstream:initial")
         tg.start_soon(self._watch_pins, name="upstream:pins")
         return self

@@ -81,10 +81,12 @@ _ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1
 class ConnectFailure(UpstreamError):
     """Connecting failed; ``permanent`` says whether retrying without a change can help."""
 
-    def __init__(self, message: str, *, permanent: bool = False) -> None:
+    def __init__(self, message: str, *, permanent: bool = False, timed_out: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.permanent = permanent
+        #: The child gave no answer within ``connect_timeout`` (its message says how to try it).
+        self.timed_out = timed_out
 
 
 @dataclass

@@ -50,11 +50,17 @@ __all__ = [
     "start",
 ]
 
-#: Variables a stdio child inherits from the hub; everything else must be set in ``env``.
+#: Variables a stdio child inherits from the hub; everything else must be set in ``env``
+#: (docs/upstreams.md, "What a child inherits" lists them; a test reads that list).
+#: The CA bundle variables are paths to certificates the machine trusts, never secrets:
+#: without them ``uvx``/``pip``/``npx`` behind a TLS-inspecting proxy cannot fetch a
+#: package. Proxies and package mirrors may carry credentials: ``env`` passes them.
 INHERITED_ENV_VARS = (
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
     "TERM", "TMPDIR", "TEMP", "TMP", "TZ", "SYSTEMROOT", "APPDATA", "LOCALAPPDATA",
     "USERPROFILE", "PATHEXT", "COMSPEC",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
 )
 
 _READ_CHUNK = 65536
@@ -188,8 +194,9 @@ def start(config_path: Path | None) -> int:
         if "url" in spec or spec.get("transport", "stdio") != "stdio":
             continue
         command, args = spec.get("command"), spec.get("args", [])
-        env_extra, cwd = spec.get("env", {}), spec.get("cwd")
-        if not (isinstance(command, str) and _plain(command) and _plain(args) and _plain(env_extra)):
+        env_extra, cwd, own_path = spec.get("env", {}), spec.get("cwd"), spec.get("path", [])
+        if not (isinstance(command, str) and _plain(command) and _plain(args) and _plain(env_extra)
+                and isinstance(own_path, list) and _plain(own_path)):
             continue
         if cwd is not None and not _plain(cwd):
             continue
@@ -197,7 +204,8 @@ def start(config_path: Path | None) -> int:
             command, args, cwd, str(config_path.resolve().parent))
         if command is None or (cwd is not None and not os.path.isdir(cwd)):
             continue
-        env = search.apply(filtered_environment(env_extra))
+        server_search = search.prepended(own_path, str(config_path.resolve().parent))
+        env = server_search.apply(filtered_environment(env_extra))
         executable = commands.find_command(command, env.get("PATH"), cwd)
         if executable is None:
             continue
