@@ -42,7 +42,7 @@ from mcp_hub.log_levels import below_level, client_log_level
 from mcp_hub.metrics import UNKNOWN_TOOL, Metrics
 from mcp_hub.naming import server_of_toolset
 from mcp_hub.open_calls import OpenCalls
-from mcp_hub.pipeline import handle_function_call
+from mcp_hub.pipeline import handle_function_call, handle_unlisted_call
 from mcp_hub.plugins import HookManager, PluginContext, load_plugins
 from mcp_hub.prespawn import EarlyStarts
 from mcp_hub.redact import Secrets, redact
@@ -671,6 +671,12 @@ class Hub(ServingMixin):
             return result
         except UnknownToolError as exc:
             status = "unknown"
+            unlisted = None if rewrites is not None else await self._unlisted_call(
+                name, arguments or {}, call, caller)
+            if unlisted is not None:
+                result = unlisted
+                status = "error" if unlisted.is_error else "ok"
+                return unlisted
             waiting = login_wanted(name, self.config.servers, self.upstreams.statuses())
             allowed = self.access.tool_filter(caller)
             if waiting is None or (allowed is not None and not allowed(name)):
@@ -693,6 +699,25 @@ class Hub(ServingMixin):
                 self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
                                                seconds, arguments, result),
                                 upstream_tool=upstream)
+
+    async def _unlisted_call(self, name: str, arguments: dict[str, Any], call: CallContext,
+                             caller: Caller) -> types.CallToolResult | None:
+        """A call of a tool nobody lists, passed to the server that would own the name
+        (docs/upstreams.md, "Unlisted tools"); None when no server does, or the caller's
+        access rules do not reach that name on that server."""
+        conn = self.upstreams.unlisted_owner(name)
+        if conn is None:
+            return None
+        policy = self.access.policy(caller)
+        if not policy.tool(name) or not policy.server(conn.name):
+            return None
+
+        async def run(args: dict[str, Any]) -> types.CallToolResult:
+            return await conn.call_tool(name, args, call)
+
+        return await handle_unlisted_call(
+            name, arguments, run, registry=self.registry, hooks=self.hooks,
+            max_result_size_chars=self.config.hub.max_result_size_chars, call=call)
 
     def _upstream_name(self, entry: Any) -> str | None:
         """The upstream's own name of an upstream tool (it differs when a rewrite renamed it)."""

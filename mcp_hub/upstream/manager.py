@@ -356,6 +356,14 @@ class UpstreamManager:
         name = server_of_toolset(entry.toolset) if entry is not None else None
         return name if name is not None and name in self._connections else None
 
+    def unlisted_owner(self, name: str) -> ServerConnection | None:
+        """The server a call of ``name``, a tool nobody lists, is passed to: the one server
+        exposed without a prefix, when it takes the name (``takes_unlisted``); else None."""
+        bare = [c for c in self._connections.values() if c.prefix == ""]
+        if len(bare) != 1 or not bare[0].takes_unlisted(name):
+            return None
+        return bare[0]
+
     # ── change propagation ────────────────────────────────────────────────────
 
     def _yields_to(self, server: str, toolset: str) -> bool:
