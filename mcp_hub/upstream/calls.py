@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from mcp_hub.context import CallContext
 from mcp_hub.redact import redact
 from mcp_hub.telemetry import client_span, progress_event
+from mcp_hub.upstream.companion import wants_companion
 from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, ConnectionState
 from mcp_hub.upstream.failures import CallLost, validation_summary
 from mcp_hub.upstream.in_flight import InFlightCall, current_call
@@ -93,6 +94,10 @@ class CallsMixin(ConnectionState):
             if session is None:
                 return self._error_result(
                     f"{self._unavailable()}; tool '{raw}' was not called.")
+        if self.companion is not None and wants_companion(call):
+            # A 2025 client on a 2026-07-28 upstream: the handshake session, where the
+            # server can ask it (mcp_hub.upstream.companion).
+            session = await self.companion.get(config.connect_timeout) or session
         request = _call_request(raw, args, call)
         for attempt in (1, 2):
             try:

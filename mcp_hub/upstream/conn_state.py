@@ -26,6 +26,7 @@ from mcp_hub.config import HubSettings, ServerConfig
 from mcp_hub.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.pins import PinStore
 from mcp_hub.rewrite.tool import ArgumentPlan
+from mcp_hub.upstream.companion import Companion
 from mcp_hub.upstream.in_flight import InFlightCall
 from mcp_hub.upstream.list_hints import ListHint
 from mcp_hub.upstream.listening import Kind, WatchedUris
@@ -114,6 +115,9 @@ class ConnectionState:
         self.server_info: types.Implementation | None = None
         self.capabilities: types.ServerCapabilities | None = None
         self.session: ClientSession | None = None
+        #: The handshake session for 2025 clients beside a 2026-07-28 one, while the main
+        #: session lives (mcp_hub.upstream.companion); None when there can be none.
+        self.companion: Companion | None = None
 
         self.tools: dict[str, ToolRecord] = {}
         self.exposed: dict[str, str] = {}  # exposed → raw

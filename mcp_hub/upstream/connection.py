@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict
 from mcp_hub.bursts import settle_burst
 from mcp_hub.redact import redact
 from mcp_hub.upstream.catalog import CatalogMixin
+from mcp_hub.upstream.companion import Companion
 from mcp_hub.upstream.conn_state import (
     BACKOFF_INITIAL,
     BACKOFF_JITTER,
@@ -172,22 +173,7 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                     open_transport(self.name, self.config, probe=probe, on_eof=self._mark_lost,
                                    adopt_early=self.hooks.adopt_early)
                 )
-                session = upstream_session(
-                    read,
-                    write,
-                    server=self.name,
-                    sampling_callback=self._on_sampling,
-                    elicitation_callback=self._on_elicitation,
-                    list_roots_callback=self._on_list_roots,
-                    logging_callback=self._on_log,
-                    message_handler=self._on_message,
-                    notification_bindings=[NotificationBinding(
-                        method="notifications/tasks/status", params_type=_TaskStatus,
-                        handler=self._on_task_status)],
-                    client_info=types.Implementation(
-                        name=self.hooks.client_name, version=self.hooks.client_version
-                    ),
-                )
+                session = self._new_session(read, write)
                 await stack.enter_async_context(session)
                 # Handshake or discovery, per [servers.NAME] protocol (mcp_hub.upstream.modern).
                 self.server_info, self.capabilities = await open_session(
@@ -204,6 +190,9 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 self._announce_session_change()
                 self.first_done.set()
                 async with anyio.create_task_group() as tg:
+                    self.companion = self._companion_for(session, probe)
+                    if self.companion is not None:
+                        tg.start_soon(self.companion.serve)
                     tg.start_soon(self._keepalive, session)
                     tg.start_soon(self._refresh_loop, session)
                     tg.start_soon(follow_changes, session, self.request_refresh, self.watched)
@@ -212,6 +201,7 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                         tg.start_soon(probe.watch_tokens)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
+                self.companion = None
                 # Tools leave now, not after the transport has finished closing.
                 self.last_error = redact(self._lost_reason)
                 self._set_state(ServerState.RECONNECTING)
@@ -222,6 +212,40 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 + (f": {self._lost_reason}" if self._lost_reason else "")
             )
         return ready
+
+    def _new_session(self, read: Any, write: Any) -> ClientSession:
+        """A session on ``read``/``write`` whose requests and notifications reach the hub."""
+        return upstream_session(
+            read,
+            write,
+            server=self.name,
+            sampling_callback=self._on_sampling,
+            elicitation_callback=self._on_elicitation,
+            list_roots_callback=self._on_list_roots,
+            logging_callback=self._on_log,
+            message_handler=self._on_message,
+            notification_bindings=[NotificationBinding(
+                method="notifications/tasks/status", params_type=_TaskStatus,
+                handler=self._on_task_status)],
+            client_info=types.Implementation(
+                name=self.hooks.client_name, version=self.hooks.client_version
+            ),
+        )
+
+    def _companion_for(self, session: ClientSession, probe: TransportProbe) -> Companion | None:
+        """A lazily opened handshake session for 2025 clients, where one can be had: an
+        ``"auto"`` upstream over Streamable HTTP reached in 2026-07-28
+        (mcp_hub.upstream.companion)."""
+        if (self.config.protocol != "auto" or self.config.transport != "http"
+                or not is_modern(session)):
+            return None
+
+        async def open_second(stack: AsyncExitStack) -> ClientSession:
+            read, write = await stack.enter_async_context(
+                open_transport(self.name, self.config, probe=probe, on_eof=lambda _: None))
+            return await stack.enter_async_context(self._new_session(read, write))
+
+        return Companion(self.name, open_second, self.config.connect_timeout)
 
     async def _on_task_status(self, params: _TaskStatus) -> None:
         """The upstream's task status change: to the Hub, which knows the task's owner."""
