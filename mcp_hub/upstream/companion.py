@@ -1,15 +1,15 @@
 """A 2025 handshake session beside a 2026-07-28 one, for 2025 clients that can be asked.
 
-With ``protocol = "auto"`` the hub speaks 2026-07-28 to an upstream that offers
-it. Some servers speak both eras but ask their questions (sampling, elicitation,
+With ``protocol = "auto"`` or ``"2026"`` the hub speaks 2026-07-28 to an
+upstream that offers it. Some servers speak both eras but ask their questions (sampling, elicitation,
 roots) only the 2025 way, as server-initiated requests on a handshake session;
 on a 2026-07-28 connection those tools cannot ask at all. A 2025 client talking
 to such a server directly would be asked.
 
 So the hub meets each client in its era toward the upstream as well: when a
 client of the 2025 era that declares sampling, elicitation or roots calls a tool
-of an ``"auto"`` upstream over Streamable HTTP that the hub reached in
-2026-07-28, the call goes on a second upstream session opened with the
+of an upstream over Streamable HTTP that the hub reached in 2026-07-28, the
+call goes on a second upstream session opened with the
 ``initialize`` handshake. That session is opened lazily, on the first such call
 (nothing is spent for servers or clients that never need it), is shared by all
 later ones, and lives as long as the main session. A server that refuses the

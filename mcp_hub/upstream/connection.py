@@ -234,10 +234,8 @@ class ServerConnection(CatalogMixin, RelaysMixin):
 
     def _companion_for(self, session: ClientSession, probe: TransportProbe) -> Companion | None:
         """A lazily opened handshake session for 2025 clients, where one can be had: an
-        ``"auto"`` upstream over Streamable HTTP reached in 2026-07-28
-        (mcp_hub.upstream.companion)."""
-        if (self.config.protocol != "auto" or self.config.transport != "http"
-                or not is_modern(session)):
+        upstream over Streamable HTTP reached in 2026-07-28 (mcp_hub.upstream.companion)."""
+        if self.config.transport != "http" or not is_modern(session):
             return None
 
         async def open_second(stack: AsyncExitStack) -> ClientSession:
