@@ -713,7 +713,7 @@ class Hub(ServingMixin):
             return None
 
         async def run(args: dict[str, Any]) -> types.CallToolResult:
-            return await conn.call_tool(name, args, call)
+            return await conn.call_tool(name, args, call, pass_errors=True)
 
         return await handle_unlisted_call(
             name, arguments, run, registry=self.registry, hooks=self.hooks,

@@ -18,6 +18,7 @@ import mcp.types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.erastest import asking_toml
 from tests.hubtest import PY, ROOT, stdio_hub, write_config
 
 pytestmark = pytest.mark.anyio
@@ -72,3 +73,13 @@ async def test_a_profile_reaches_no_unlisted_name(tmp_path: Path) -> None:
     answer = await _call(config, "hidden", "--profile", "narrow")
     assert isinstance(answer, MCPError)
     assert answer.error.message.startswith("Unknown tool: hidden")
+
+
+async def test_the_servers_own_error_for_an_unlisted_name_reaches_the_client_as_sent(
+    tmp_path: Path,
+) -> None:
+    """A server that answers an unlisted name with a JSON-RPC error: the client gets that
+    error, not a tool result made of it (what a 2026-07-28 client reads as complete)."""
+    answer = await _call(write_config(tmp_path, asking_toml() + 'prefix = ""\n'), "hidden")
+    assert isinstance(answer, MCPError)
+    assert answer.error.code == types.INVALID_PARAMS

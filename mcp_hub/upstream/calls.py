@@ -82,9 +82,13 @@ class CallsMixin(ConnectionState):
         return None
 
     async def call_tool(
-        self, raw: str, args: dict[str, Any] | None, call: CallContext | None
+        self, raw: str, args: dict[str, Any] | None, call: CallContext | None,
+        *, pass_errors: bool = False,
     ) -> types.CallToolResult:
-        """Forward ``tools/call`` to the upstream; always returns a ``CallToolResult``."""
+        """Forward ``tools/call`` to the upstream; a ``CallToolResult``, except that the
+        upstream's JSON-RPC errors are raised as they are with ``pass_errors`` (a call of a
+        tool nobody lists: the server's own answer, docs/upstreams.md) or when meant for
+        the client (``_PASSED_ON``)."""
         config = self.config
         start = anyio.current_time()
         hard_deadline = start + config.max_call_seconds
@@ -124,7 +128,8 @@ class CallsMixin(ConnectionState):
                     f"Server '{self.name}' connection was lost during the call to tool "
                     f"'{raw}': {exc}. The call may or may not have completed.")
             except MCPError as exc:
-                if exc.code in _PASSED_ON:
+                if exc.code in _PASSED_ON or (pass_errors and not exc.message.startswith(
+                        INVALID_RESPONSE)):
                     # A request to the client (open this URL) or a capability it must
                     # declare, not a tool failure: it travels on as the JSON-RPC error
                     # it is, data included (-32021 becomes HTTP 400 for a 2026-07-28
