@@ -12,7 +12,8 @@ of an upstream over Streamable HTTP that the hub reached in 2026-07-28, the
 call goes on a second upstream session opened with the
 ``initialize`` handshake. That session is opened lazily, on the first such call
 (nothing is spent for servers or clients that never need it), is shared by all
-later ones, and lives as long as the main session. A server that refuses the
+later ones, is kept alive with a ``ping`` every ``keepalive_interval``, and lives
+as long as the main session. A server that refuses the
 handshake is not asked again while the main session lives; its calls stay on the
 2026-07-28 session. Questions on the second session reach the calling client
 through the same relays as on a 2025 upstream (mcp_hub.upstream.relays).
@@ -51,10 +52,14 @@ def wants_companion(call: CallContext | None) -> bool:
 class Companion:
     """The lazily opened handshake session of one upstream connection (module doc)."""
 
-    def __init__(self, server: str, open_session: OpenSession, timeout: float) -> None:
+    def __init__(self, server: str, open_session: OpenSession, timeout: float,
+                 keepalive: float = 0.0) -> None:
         self.server = server
         self._open = open_session
         self._timeout = timeout
+        #: Seconds between pings on the second session (0: none), so that an idle server
+        #: session is neither expired by the server nor found dead by a call.
+        self._keepalive = keepalive
         self._wanted = anyio.Event()
         self._settled = anyio.Event()
         self.session: ClientSession | None = None
@@ -78,7 +83,7 @@ class Companion:
                 self._settled.set()
                 logger.info("upstream %s: handshake session opened beside the 2026-07-28 "
                             "one, for 2025 clients", self.server)
-                await anyio.sleep_forever()
+                await self._hold(session)
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:  # any refusal: the calls stay on the main session
@@ -91,6 +96,16 @@ class Companion:
         finally:
             self.session = None
             self._settled.set()
+
+    async def _hold(self, session: ClientSession) -> None:
+        """Keep the session until cancelled; a failed ping ends it (calls go back to the
+        main session)."""
+        if self._keepalive <= 0:
+            await anyio.sleep_forever()
+        while True:
+            await anyio.sleep(self._keepalive)
+            with anyio.fail_after(self._timeout):
+                await session.send_ping()
 
     async def get(self, budget: float) -> ClientSession | None:
         """The second session, opening it if needed (waiting up to ``budget`` s); None if

@@ -243,7 +243,8 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 open_transport(self.name, self.config, probe=probe, on_eof=lambda _: None))
             return await stack.enter_async_context(self._new_session(read, write))
 
-        return Companion(self.name, open_second, self.config.connect_timeout)
+        return Companion(self.name, open_second, self.config.connect_timeout,
+                         self.config.keepalive_interval)
 
     async def _on_task_status(self, params: _TaskStatus) -> None:
         """The upstream's task status change: to the Hub, which knows the task's owner."""
