@@ -124,6 +124,32 @@ async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path
             assert raw.value.error.message == "Invalid or expired requestState"
 
 
+async def test_answers_offered_with_the_first_request_go_to_the_upstreams_questions(
+    tmp_path: Path,
+) -> None:
+    """``inputResponses`` on a first request answer the questions with those keys (extra
+    keys ignored, an answer of the wrong shape asked again), as the server directly would."""
+    config = write_config(tmp_path, modern_toml())
+    with anyio.fail_after(60):
+        async with hub_client("http", "auto", config, tmp_path) as client:
+            offered: dict[str, Any] = {
+                "e": types.ElicitResult(action="accept", content={"answer": "ann"}),
+                "unknown_extra_key": types.ElicitResult(action="accept", content={"x": 1}),
+            }
+            first = await client.session.call_tool(
+                "mod_two_rounds", {"tag": "t"}, input_responses=offered,
+                allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            # "e" was answered from the offer; the upstream's next question is asked.
+            assert [(k, r.method) for k, r in (first.input_requests or {}).items()] == [
+                ("s", "sampling/createMessage")]
+            wrong = await client.session.call_tool(
+                "mod_two_rounds", {"tag": "t"}, input_responses={"e": types.ListRootsResult(roots=[])},
+                allow_input_required=True)
+            assert isinstance(wrong, types.InputRequiredResult)
+            assert list(wrong.input_requests or {}) == ["e"]
+
+
 @pytest.mark.skipif(not EVERYTHING.exists(), reason="Node packages not installed (make setup)")
 async def test_auto_discovers_a_modern_upstream_and_falls_back_for_a_2025_one(
     tmp_path: Path,

@@ -20,7 +20,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 from mcp_hub.config.model import parse_config
 from mcp_hub.pipeline.context import CallContext
-from mcp_hub.upstream.listening import WatchedUris, confirm_watched
+from mcp_hub.upstream.sessions.listening import WatchedUris, confirm_watched
 from tests.erastest import hub_client, modern_toml
 from tests.fixtures_upstream import running
 from tests.hubtest import write_config

@@ -17,6 +17,12 @@ SDK's standard error (-32602 "Invalid or expired requestState").
 
 A 2026-07-28 client that declares none of sampling, elicitation or roots takes
 the direct path (no background task): the upstream gets an error if it asks.
+
+A first request (no ``requestState``) may already carry ``inputResponses``: a
+client that knows what the server will ask answers ahead. Those answers are
+*offered*: a question of the call with the same key takes its answer from the
+offer (once) instead of becoming a round; keys nothing asks for are ignored, as
+a server directly ignores what it does not recognise.
 """
 
 from __future__ import annotations
@@ -127,6 +133,8 @@ class RoundCallContext(SessionCallContext):
         self.attached = True
         #: While another replica's request waits on the round: where progress and logs go.
         self.remote: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+        #: Answers the first request carried unasked, by key (each used at most once).
+        self.offered: dict[str, Any] = {}
 
     def attach(self, ctx: Ctx) -> None:
         """Relay to ``ctx`` from now on: the request that is waiting on the round."""
@@ -155,7 +163,11 @@ class RoundCallContext(SessionCallContext):
         round_ = self.round
         if round_ is None:
             raise MCPError(INVALID_PARAMS, f"{method} cannot be relayed outside an input round")
-        ask = round_.add_ask(method, request, INPUT_KEY.get())
+        key = INPUT_KEY.get()
+        offered = self._offered_answer(key, result_type)
+        if offered is not None:
+            return offered
+        ask = round_.add_ask(method, request, key)
         try:
             await ask.done.wait()
         finally:
@@ -167,6 +179,15 @@ class RoundCallContext(SessionCallContext):
         except ValidationError:
             raise MCPError(INVALID_PARAMS,
                            f"the client's answer to {method} is not a valid result") from None
+
+    def _offered_answer(self, key: str | None, result_type: type[ModelT]) -> ModelT | None:
+        """The answer the first request offered for ``key``, if any and valid (used once)."""
+        if key is None or key not in self.offered:
+            return None
+        try:
+            return result_type.model_validate(self.offered.pop(key))
+        except ValidationError:
+            return None  # not an answer to this question: ask it as usual
 
     async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
         if not self.can_sample:
@@ -274,6 +295,7 @@ async def run_with_rounds(
         if not wants_rounds(ctx):
             return await invoke(SessionCallContext(ctx, target, hub))
         call = RoundCallContext(ctx, target, hub)
+        call.offered = _wire_responses(getattr(params, "input_responses", None))
         try:
             round_ = store.start(method, target, lambda r: invoke(call))
         except RoundsFull as exc:

@@ -15,6 +15,7 @@ from mcp import types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hub.compat.sdk_modules import SdkOtelMiddleware
@@ -41,6 +42,15 @@ from mcp_hub.telemetry.middleware import RequestSpans
 __all__ = ["HubServer", "build_server"]
 
 Ctx = ServerRequestContext[Any, Any]
+
+#: 2025-11-25 task methods the 2026-07-28 tasks extension removed: unknown methods there.
+REMOVED_IN_MODERN = frozenset({"tasks/result", "tasks/list"})
+
+
+def _refuse_removed(ctx: Ctx) -> None:
+    """-32601 for a method the request's era does not have (``REMOVED_IN_MODERN``)."""
+    if ctx.method in REMOVED_IN_MODERN and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        raise MCPError(types.METHOD_NOT_FOUND, "Method not found")
 
 
 class HubServer(Server[Any]):
@@ -179,6 +189,7 @@ class _Handlers:
     async def task_request(self, ctx: Ctx, params: types.RequestParams) -> dict[str, Any]:
         """``tasks/get``, ``tasks/result``, ``tasks/cancel``, ``tasks/update``: routed to
         the task's upstream."""
+        _refuse_removed(ctx)
         owner, conn = self.task_owner(ctx)
         body = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         body.pop("_meta", None)
@@ -188,6 +199,7 @@ class _Handlers:
 
     async def list_tasks(self, ctx: Ctx, params: types.PaginatedRequestParams) -> dict[str, Any]:
         """``tasks/list``: this caller's tasks in this session, over every upstream."""
+        _refuse_removed(ctx)
         owner, _ = self.task_owner(ctx)
         return await self.hub.list_tasks(self.who(ctx), owner, SessionCallContext(ctx, ctx.method,
                                                                                   self.hub))

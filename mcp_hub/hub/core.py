@@ -43,7 +43,7 @@ from mcp_hub.hub.tasks import TaskBook, TaskForwarder, ttl_seconds
 from mcp_hub.hub.tool_listing import ToolListing
 from mcp_hub.pipeline import runtime
 from mcp_hub.pipeline.builtin_binding import bound_builtins
-from mcp_hub.pipeline.calls import handle_function_call
+from mcp_hub.pipeline.calls import handle_function_call, handle_unlisted_call
 from mcp_hub.pipeline.context import CallContext
 from mcp_hub.pipeline.discovery import discover_builtin_tools
 from mcp_hub.pipeline.plugins import HookManager, PluginContext, load_plugins
@@ -682,6 +682,12 @@ class Hub(ServingMixin, SkillServingMixin):
             return result
         except UnknownToolError as exc:
             status = "unknown"
+            unlisted = None if rewrites is not None else await self._unlisted_call(
+                name, arguments or {}, call, caller)
+            if unlisted is not None:
+                result = unlisted
+                status = "error" if unlisted.is_error else "ok"
+                return unlisted
             waiting = login_wanted(name, self.config.servers, self.upstreams.statuses())
             allowed = self.access.tool_filter(caller)
             if waiting is None or (allowed is not None and not allowed(name)):
@@ -704,6 +710,25 @@ class Hub(ServingMixin, SkillServingMixin):
                 self.audit.call(**audit_fields(caller, call, name, server, status, entry is not None,
                                                seconds, arguments, result),
                                 upstream_tool=upstream)
+
+    async def _unlisted_call(self, name: str, arguments: dict[str, Any], call: CallContext,
+                             caller: Caller) -> types.CallToolResult | None:
+        """A call of a tool nobody lists, passed to the server that would own the name
+        (docs/upstreams.md, "Unlisted tools"); None when no server does, or the caller's
+        access rules do not reach that name on that server."""
+        conn = self.upstreams.unlisted_owner(name)
+        if conn is None:
+            return None
+        policy = self.access.policy(caller)
+        if not policy.tool(name) or not policy.server(conn.name):
+            return None
+
+        async def run(args: dict[str, Any]) -> types.CallToolResult:
+            return await conn.call_tool(name, args, call, pass_errors=True)
+
+        return await handle_unlisted_call(
+            name, arguments, run, registry=self.registry, hooks=self.hooks,
+            max_result_size_chars=self.config.hub.max_result_size_chars, call=call)
 
     def _upstream_name(self, entry: Any) -> str | None:
         """The upstream's own name of an upstream tool (it differs when a rewrite renamed it)."""

@@ -45,6 +45,7 @@ __all__ = [
     "Reenter",
     "cap_result",
     "handle_function_call",
+    "handle_unlisted_call",
     "unknown_tool",
     "validate_args",
 ]
@@ -294,11 +295,29 @@ def _hook_span(context: dict[str, Any], hook: str) -> AbstractContextManager[Any
     return trace.hook(hook) if trace is not None else nullcontext()
 
 
+async def handle_unlisted_call(
+    name: str, args: dict[str, Any], run: Callable[[dict[str, Any]], Awaitable[CallToolResult]],
+    *, registry: ToolRegistry, hooks: HookManager | None, max_result_size_chars: int,
+    **context: Any,
+) -> CallToolResult:
+    """A call of a tool the registry does not list, which ``run`` passes to its server
+    (the hub decides when: docs/upstreams.md, "Unlisted tools"). Hooks and the size cap
+    apply as to any call; there is no schema to coerce or validate against."""
+    if not isinstance(args, dict):
+        return _error_result(
+            f"Invalid arguments for tool {name}: arguments must be a JSON object, "
+            f"not {type(args).__name__}")
+    result = await _dispatch_with_hooks(registry, hooks, name, args, context, run=run)
+    return cap_result(result, max_result_size_chars)
+
+
 async def _dispatch_with_hooks(
     reg: ToolRegistry, hooks: HookManager | None, name: str, args: dict[str, Any],
     context: dict[str, Any],
+    run: Callable[[dict[str, Any]], Awaitable[CallToolResult]] | None = None,
 ) -> CallToolResult:
-    """Pre hooks (which may block or rewrite), the handler, then post and transform hooks."""
+    """Pre hooks (which may block or rewrite), the handler (``run`` if given, else the
+    registry's), then post and transform hooks."""
     if hooks is not None and hooks.has("pre_tool_call"):
         with _hook_span(context, "pre_tool_call"):
             outcome = await hooks.run_pre(name, args, **context)
@@ -309,7 +328,7 @@ async def _dispatch_with_hooks(
                 await hooks.run_post(name, args, result, 0.0, "blocked", **context)
             return result
     started = time.perf_counter()
-    result = await reg.dispatch(name, args, **context)
+    result = await (reg.dispatch(name, args, **context) if run is None else run(args))
     if hooks is not None:
         if hooks.has("post_tool_call"):
             status: HookStatus = "error" if result.is_error else "ok"

@@ -25,9 +25,10 @@ from mcp_hub.upstream.conn_state import BACKOFF_INITIAL, BACKOFF_JITTER, Connect
 from mcp_hub.upstream.failures import CallLost, validation_summary
 from mcp_hub.upstream.in_flight import InFlightCall, current_call
 from mcp_hub.upstream.lean_call import RawRequest, send_call
-from mcp_hub.upstream.lenient import declaring
-from mcp_hub.upstream.modern import TaskAnswer, TaskCallToolRequest
 from mcp_hub.upstream.relay_order import RelayBarrier
+from mcp_hub.upstream.sessions.companion import wants_companion
+from mcp_hub.upstream.sessions.lenient import declaring
+from mcp_hub.upstream.sessions.modern import TaskAnswer, TaskCallToolRequest
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import INVALID_RESPONSE
 
@@ -89,9 +90,13 @@ class CallsMixin(ConnectionState):
         return None
 
     async def call_tool(
-        self, raw: str, args: dict[str, Any] | None, call: CallContext | None
+        self, raw: str, args: dict[str, Any] | None, call: CallContext | None,
+        *, pass_errors: bool = False,
     ) -> types.CallToolResult:
-        """Forward ``tools/call`` to the upstream; always returns a ``CallToolResult``."""
+        """Forward ``tools/call`` to the upstream; a ``CallToolResult``, except that the
+        upstream's JSON-RPC errors are raised as they are with ``pass_errors`` (a call of a
+        tool nobody lists: the server's own answer, docs/upstreams.md) or when meant for
+        the client (``_PASSED_ON``)."""
         config = self.config
         start = anyio.current_time()
         hard_deadline = start + config.max_call_seconds
@@ -101,6 +106,10 @@ class CallsMixin(ConnectionState):
             if session is None:
                 return self._error_result(
                     f"{self._unavailable()}; tool '{raw}' was not called.")
+        if self.companion is not None and wants_companion(call):
+            # A 2025 client on a 2026-07-28 upstream: the handshake session, where the
+            # server can ask it (mcp_hub.upstream.sessions.companion).
+            session = await self.companion.get(config.connect_timeout) or session
         request = _call_request(raw, args, call)
         for attempt in (1, 2):
             try:
@@ -127,7 +136,8 @@ class CallsMixin(ConnectionState):
                     f"Server '{self.name}' connection was lost during the call to tool "
                     f"'{raw}': {exc}. The call may or may not have completed.")
             except MCPError as exc:
-                if exc.code in _PASSED_ON:
+                if exc.code in _PASSED_ON or (pass_errors and not exc.message.startswith(
+                        INVALID_RESPONSE)):
                     # A request to the client (open this URL) or a capability it must
                     # declare, not a tool failure: it travels on as the JSON-RPC error
                     # it is, data included (-32021 becomes HTTP 400 for a 2026-07-28

@@ -27,7 +27,7 @@ from mcp_hub.upstream.calls import CallsMixin
 from mcp_hub.upstream.conn_state import Kind, ToolRecord
 from mcp_hub.upstream.failures import error_text
 from mcp_hub.upstream.list_hints import HintCollector
-from mcp_hub.upstream.modern import is_modern
+from mcp_hub.upstream.sessions.modern import is_modern
 
 __all__ = ["CatalogMixin"]
 
@@ -135,6 +135,15 @@ class CatalogMixin(CallsMixin):
             self.templates = templates
             changed.add("resources")
             self.hooks.changed(self.name, "resources")
+
+    def takes_unlisted(self, raw: str) -> bool:
+        """Whether a call of ``raw``, a tool this server does not list, may be passed to it:
+        the server is exposed without a prefix (the name is its own) and connected,
+        ``include``/``exclude`` admit the name, and no ``[servers.NAME.tools]`` rule and
+        no pin names it (a hidden, renamed or blocked tool stays so)."""
+        return (self.prefix == "" and self.session is not None and raw not in self.tools
+                and raw not in self.rejected and raw not in self.config.tools
+                and self._wanted(raw))
 
     def _wanted(self, raw: str) -> bool:
         include, exclude = self.config.include, self.config.exclude

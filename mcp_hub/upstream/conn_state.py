@@ -28,7 +28,8 @@ from mcp_hub.registry.naming import is_upstream_toolset, upstream_toolset
 from mcp_hub.rewrite.tool import ArgumentPlan
 from mcp_hub.upstream.in_flight import InFlightCall
 from mcp_hub.upstream.list_hints import ListHint
-from mcp_hub.upstream.listening import Kind, WatchedUris
+from mcp_hub.upstream.sessions.companion import Companion
+from mcp_hub.upstream.sessions.listening import Kind, WatchedUris
 from mcp_hub.upstream.skills_probe import SkillsProbe
 from mcp_hub.upstream.status import ServerState, UpstreamStatus
 from mcp_hub.upstream.transports import TransportProbe
@@ -115,6 +116,9 @@ class ConnectionState:
         self.server_info: types.Implementation | None = None
         self.capabilities: types.ServerCapabilities | None = None
         self.session: ClientSession | None = None
+        #: The handshake session for 2025 clients beside a 2026-07-28 one, while the main
+        #: session lives (mcp_hub.upstream.sessions.companion); None when there can be none.
+        self.companion: Companion | None = None
 
         self.tools: dict[str, ToolRecord] = {}
         self.exposed: dict[str, str] = {}  # exposed → raw
@@ -132,7 +136,7 @@ class ConnectionState:
         #: Whether a 2025 session serves Agent Skills (mcp_hub.upstream.skills_probe).
         self.skills_probe = SkillsProbe()
         #: Subscribed resource URIs: ``resources/subscribe`` on a handshake session, the
-        #: listen stream's filter on a 2026-07-28 one (mcp_hub.upstream.listening).
+        #: listen stream's filter on a 2026-07-28 one (mcp_hub.upstream.sessions.listening).
         self.watched = WatchedUris()
 
         #: Set once the first attempt has finished (ready, parked or failed).

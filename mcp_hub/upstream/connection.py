@@ -57,13 +57,14 @@ from mcp_hub.upstream.conn_state import (
     ToolRecord,
 )
 from mcp_hub.upstream.failures import classify_connect_failure, error_text
-from mcp_hub.upstream.lenient import upstream_session
 from mcp_hub.upstream.list_hints import refresh_when_stale
-from mcp_hub.upstream.listening import follow_changes
-from mcp_hub.upstream.modern import is_modern, keepalive_request, open_session
 from mcp_hub.upstream.oauth.attach import wait_for_login
 from mcp_hub.upstream.oauth.errors import NeedsLogin
 from mcp_hub.upstream.relays import RelaysMixin
+from mcp_hub.upstream.sessions.companion import Companion
+from mcp_hub.upstream.sessions.lenient import upstream_session
+from mcp_hub.upstream.sessions.listening import follow_changes
+from mcp_hub.upstream.sessions.modern import is_modern, keepalive_request, open_session
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import ConnectFailure, TransportProbe, open_transport
 
@@ -175,24 +176,9 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                     open_transport(self.name, self.config, probe=probe, on_eof=self._mark_lost,
                                    adopt_early=self.hooks.adopt_early)
                 )
-                session = upstream_session(
-                    read,
-                    write,
-                    server=self.name,
-                    sampling_callback=self._on_sampling,
-                    elicitation_callback=self._on_elicitation,
-                    list_roots_callback=self._on_list_roots,
-                    logging_callback=self._on_log,
-                    message_handler=self._on_message,
-                    notification_bindings=[NotificationBinding(
-                        method="notifications/tasks/status", params_type=_TaskStatus,
-                        handler=self._on_task_status)],
-                    client_info=types.Implementation(
-                        name=self.hooks.client_name, version=self.hooks.client_version
-                    ),
-                )
+                session = self._new_session(read, write)
                 await stack.enter_async_context(session)
-                # Handshake or discovery, per [servers.NAME] protocol (mcp_hub.upstream.modern).
+                # Handshake or discovery, per [servers.NAME] protocol (mcp_hub.upstream.sessions.modern).
                 self.server_info, self.capabilities = await open_session(
                     session, self.config.protocol)
                 await self._sync(session, {"tools", "prompts", "resources"}, initial=True)
@@ -207,6 +193,9 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 self._announce_session_change()
                 self.first_done.set()
                 async with anyio.create_task_group() as tg:
+                    self.companion = self._companion_for(session, probe)
+                    if self.companion is not None:
+                        tg.start_soon(self.companion.serve)
                     tg.start_soon(self._keepalive, session)
                     tg.start_soon(self._refresh_loop, session)
                     tg.start_soon(follow_changes, session, self.request_refresh, self.watched)
@@ -215,6 +204,7 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                         tg.start_soon(probe.watch_tokens)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
+                self.companion = None
                 # Tools leave now, not after the transport has finished closing.
                 self.last_error = redact(self._lost_reason)
                 self._set_state(ServerState.RECONNECTING)
@@ -226,6 +216,39 @@ class ServerConnection(CatalogMixin, RelaysMixin):
                 timed_out=True,
             )
         return ready
+
+    def _new_session(self, read: Any, write: Any) -> ClientSession:
+        """A session on ``read``/``write`` whose requests and notifications reach the hub."""
+        return upstream_session(
+            read,
+            write,
+            server=self.name,
+            sampling_callback=self._on_sampling,
+            elicitation_callback=self._on_elicitation,
+            list_roots_callback=self._on_list_roots,
+            logging_callback=self._on_log,
+            message_handler=self._on_message,
+            notification_bindings=[NotificationBinding(
+                method="notifications/tasks/status", params_type=_TaskStatus,
+                handler=self._on_task_status)],
+            client_info=types.Implementation(
+                name=self.hooks.client_name, version=self.hooks.client_version
+            ),
+        )
+
+    def _companion_for(self, session: ClientSession, probe: TransportProbe) -> Companion | None:
+        """A lazily opened handshake session for 2025 clients, where one can be had: an
+        upstream over Streamable HTTP reached in 2026-07-28 (mcp_hub.upstream.sessions.companion)."""
+        if self.config.transport != "http" or not is_modern(session):
+            return None
+
+        async def open_second(stack: AsyncExitStack) -> ClientSession:
+            read, write = await stack.enter_async_context(
+                open_transport(self.name, self.config, probe=probe, on_eof=lambda _: None))
+            return await stack.enter_async_context(self._new_session(read, write))
+
+        return Companion(self.name, open_second, self.config.connect_timeout,
+                         self.config.keepalive_interval)
 
     async def _on_task_status(self, params: _TaskStatus) -> None:
         """The upstream's task status change: to the Hub, which knows the task's owner."""

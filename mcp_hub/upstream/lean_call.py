@@ -53,7 +53,7 @@ from pydantic_core import to_json
 
 from mcp_hub.compat import sdk_client
 from mcp_hub.compat.sdk_modules import later_revision_fields
-from mcp_hub.upstream.modern import is_modern, send_resolving_rounds
+from mcp_hub.upstream.sessions.modern import is_modern, send_resolving_rounds
 from mcp_hub.upstream.stdio.writer import StdinWriteStream
 
 __all__ = ["RawRequest", "lean_dispatcher", "send_call"]

@@ -48,7 +48,7 @@ from mcp_hub.protocol.skills import SKILL_SCHEME, namespaced_uri, split_namespac
 from mcp_hub.redact import add_secrets
 from mcp_hub.registry.naming import exposed_prompt_name, server_of_toolset
 from mcp_hub.upstream.connection import ConnectionHooks, Kind, ServerConnection
-from mcp_hub.upstream.listening import confirm_watched, listens
+from mcp_hub.upstream.sessions.listening import confirm_watched, listens
 from mcp_hub.upstream.start_report import EVERY_SECONDS, report_first_start
 from mcp_hub.upstream.status import UpstreamStatus
 from mcp_hub.upstream.stdio.prespawn import AdoptEarly
@@ -363,6 +363,14 @@ class UpstreamManager:
         entry = self.registry.get_entry(exposed_name)
         name = server_of_toolset(entry.toolset) if entry is not None else None
         return name if name is not None and name in self._connections else None
+
+    def unlisted_owner(self, name: str) -> ServerConnection | None:
+        """The server a call of ``name``, a tool nobody lists, is passed to: the one server
+        exposed without a prefix, when it takes the name (``takes_unlisted``); else None."""
+        bare = [c for c in self._connections.values() if c.prefix == ""]
+        if len(bare) != 1 or not bare[0].takes_unlisted(name):
+            return None
+        return bare[0]
 
     # ── change propagation ────────────────────────────────────────────────────
 

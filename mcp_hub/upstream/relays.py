@@ -68,7 +68,7 @@ class RelaysMixin(ConnectionState):
         if record is None or record.call is None:
             return self._no_client("sampling/createMessage", "sampling")
         call = record.call
-        # A task-augmented request is answered at once (mcp_hub.upstream.lenient): the
+        # A task-augmented request is answered at once (mcp_hub.upstream.sessions.lenient): the
         # client is asked plainly, and its answer goes back as the request's result.
         plain = params.model_copy(update={"task": None}) if params.task is not None else params
         return await self._relay(record, "sampling/createMessage",

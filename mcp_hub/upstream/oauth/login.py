@@ -22,8 +22,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_hub.config.model import ServerConfig
 from mcp_hub.config.oauth import EXCHANGE_GRANTS
 from mcp_hub.redact import add_secrets, redact
-from mcp_hub.upstream.lenient import upstream_session
-from mcp_hub.upstream.modern import open_session
 from mcp_hub.upstream.oauth.callback import CallbackServer
 from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.oauth.exchange import ExchangeAuth, file_subject
@@ -33,6 +31,8 @@ from mcp_hub.upstream.oauth.provider import (
     LoginHandlers,
 )
 from mcp_hub.upstream.oauth.tokens import TokenStore
+from mcp_hub.upstream.sessions.lenient import upstream_session
+from mcp_hub.upstream.sessions.modern import open_session
 
 __all__ = ["login", "logout"]
 

@@ -14,7 +14,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_hub.config.model import ServerConfig
-from mcp_hub.upstream.lenient import upstream_session
+from mcp_hub.upstream.sessions.lenient import upstream_session
 
 __all__ = ["list_tools", "user_session"]
 
