@@ -10,7 +10,7 @@ is also written to the state backend (:mod:`mcp_hub.state`: embedded for one
 hub, Redis for replicas) as a :class:`OwnedTask`: the server, the upstream's
 id, a digest of the owner and the **replica** that holds the upstream session.
 A replica that does not hold the task carries ``tasks/*`` to that replica
-(:mod:`mcp_hub.downstream.task_relay`).
+(:mod:`mcp_hub.downstream.replicas.task_relay`).
 
 The owner is stored only as a SHA-256 digest (an owner names a downstream
 session id for callers without an identity) and compared in constant time; a
@@ -57,7 +57,7 @@ class TaskOwners:
     def __init__(self, state: StateBackend) -> None:
         self.state = state
         #: This process's name in the records; the replica bus names it the same
-        #: (:func:`mcp_hub.downstream.task_relay.relay_tasks`).
+        #: (:func:`mcp_hub.downstream.replicas.task_relay.relay_tasks`).
         self.replica = os.urandom(6).hex()
 
     async def record(self, hub_id: str, server: str, upstream_id: str, owner: str,

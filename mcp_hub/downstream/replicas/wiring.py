@@ -24,7 +24,7 @@ from mcp_hub.downstream.replicas.event_mirror import EventMirror, MirroredReplay
 from mcp_hub.downstream.replicas.round_relay import relay_rounds
 from mcp_hub.downstream.replicas.sealed_session import SessionSealer
 from mcp_hub.downstream.replicas.sessions import Lifetimes, ReplicaSessions
-from mcp_hub.downstream.task_relay import relay_tasks
+from mcp_hub.downstream.replicas.task_relay import relay_tasks
 from mcp_hub.hub.interface import ServingHub
 from mcp_hub.state import StateBackend
 
