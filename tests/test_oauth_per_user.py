@@ -279,6 +279,14 @@ async def test_per_user_needs_a_downstream_identity(tmp_path: Path) -> None:
 _ = ClientSession  # the sessions above are the SDK's ClientSession
 
 
+async def _whoami_once_expired(hub: HttpHub, headers: dict[str, str], browser: Browser) -> str:
+    """``p_whoami`` once the 2-second upstream token has expired; the result's text."""
+    await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
+    async with http_session(hub.mcp_url, headers=headers,
+                            elicitation_callback=browser.elicit) as session:
+        return text_of(await session.call_tool("p_whoami", {}))
+
+
 async def test_a_refused_refresh_asks_the_user_to_connect_again(tmp_path: Path) -> None:
     async with per_user_hub(tmp_path, partial(_config, tmp_path), token_seconds=2) as parts:
         hub, auth, upstream_as = parts.hub, parts.sign_in, parts.upstream_as
@@ -287,18 +295,12 @@ async def test_a_refused_refresh_asks_the_user_to_connect_again(tmp_path: Path) 
             alice = Browser(upstream_as.url, "alice", auth, "alice")
             text, _ = await _connect_and_call(hub, headers, alice)
             assert text.startswith("sub=alice "), text
-            await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
-            async with http_session(hub.mcp_url, headers=headers,
-                                    elicitation_callback=alice.elicit) as session:
-                result = await session.call_tool("p_whoami", {})
-            assert text_of(result).startswith("sub=alice "), text_of(result)
+            text = await _whoami_once_expired(hub, headers, alice)
+            assert text.startswith("sub=alice "), text
             assert len(alice.urls) == 1, "an expired token is refreshed, not re-connected"
             assert upstream_as.stats()["token"].get("refresh_token", 0) >= 1
             upstream_as.revoke_refresh_tokens()
-            await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
-            async with http_session(hub.mcp_url, headers=headers,
-                                    elicitation_callback=alice.elicit) as session:
-                result = await session.call_tool("p_whoami", {})
-            assert text_of(result).startswith("sub=alice "), text_of(result)
+            text = await _whoami_once_expired(hub, headers, alice)
+            assert text.startswith("sub=alice "), text
             assert len(alice.urls) == 2, "the refused refresh led to a second connect"
     assert _subs(parts.calls) == ["alice", "alice", "alice"]
