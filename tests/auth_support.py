@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,6 +27,9 @@ from tests.hubtest import ROOT
 NODE = ROOT / "js" / "node_modules" / ".bin" / "node"
 MOCK = ROOT / "js" / "node_modules" / "oauth2-mock-server"
 SCRIPT = ROOT / "tests" / "fixtures" / "oauth_server.mjs"
+
+#: The hub's own audience: [auth] needs it (or a public_url), never the request's Host.
+AUDIENCE = "https://hub.test/mcp"
 
 
 def need_mock_server() -> None:
@@ -91,3 +95,20 @@ async def oauth_server() -> AsyncIterator[AuthServer]:
             proc.stdin.close()
         proc.terminate()
         await anyio.to_thread.run_sync(lambda: proc.wait(10))
+
+
+async def bearer(idp: AuthServer, sub: str) -> dict[str, str]:
+    """An ``Authorization`` header with a token ``idp`` signs for ``sub`` and the hub."""
+    return {"Authorization": f"Bearer {await idp.token(sub=sub, aud=AUDIENCE, scope='mcp')}"}
+
+
+def browser_hub_config(tmp: Path, issuer: str, *, body: str = "", tail: str = "") -> Path:
+    """``servers.toml`` of a hub whose callers sign in at ``issuer``, with a token
+    (``[auth]``) or in a browser (``[auth.browser]``); ``body`` goes before ``[auth]``,
+    ``tail`` after ``[auth.browser]``."""
+    path = tmp / "servers.toml"
+    path.write_text(
+        f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n{body}'
+        f'[auth]\nissuer = "{issuer}"\naudience = "{AUDIENCE}"\n\n'
+        f'[auth.browser]\nclient_id = "hub-browser"\n\n{tail}')
+    return path

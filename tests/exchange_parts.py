@@ -12,14 +12,11 @@ from typing import Any
 
 import httpx2
 from mcp import types
-from mcp.types import TextContent
 
-from tests.auth_support import AuthServer
+from tests.auth_support import AUDIENCE
 from tests.hubtest import ROOT, HttpHub, http_session
 from tests.oauth_parts import require_parts
 
-#: The hub's own audience ([auth] needs one; never the request's Host).
-AUDIENCE = "https://hub.test/mcp"
 EXCHANGE_SERVER = ROOT / "tests" / "fixtures" / "oauth" / "exchange_server.mjs"
 
 
@@ -69,14 +66,6 @@ def exchange_config(tmp: Path, upstream: str, idp: str, upstream_as: str,
         f'connect_timeout = 10\n\n[servers.prot.oauth]\n{oauth}\n'
         f'[auth]\nissuer = "{idp}"\naudience = "{AUDIENCE}"\n')
     return path
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
-
-
-async def bearer(idp: AuthServer, sub: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await idp.token(sub=sub, aud=AUDIENCE, scope='mcp')}"}
 
 
 async def whoami(hub: HttpHub, headers: dict[str, str]) -> types.CallToolResult:

@@ -16,15 +16,26 @@ from typing import Any
 
 import anyio
 import httpx2
+import pytest
+from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from bench.common import free_port, stop_process, wait_port
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 NODE_BIN = ROOT / "js" / "node_modules" / ".bin"
 EVERYTHING = NODE_BIN / "mcp-server-everything"
+#: ``pytestmark`` of a module whose every test runs server-everything: anyio, ``node``,
+#: and a skip where the Node packages are not installed.
+EVERYTHING_MARKS = [
+    pytest.mark.anyio,
+    pytest.mark.node,
+    pytest.mark.skipif(not EVERYTHING.exists(), reason="Node packages not installed (make setup)"),
+]
 
 
 def echo_server_toml(name: str = "echo", *, prefix: str | None = None,
@@ -57,6 +68,15 @@ def write_config(tmp: Path, body: str, *, hub: str = "") -> Path:
     return path
 
 
+def everything_toml(upstream: str, *, tool_search: str = "off") -> str:
+    """``[servers.ev]``, server-everything with its names unprefixed, over stdio
+    (``upstream`` is "stdio") or at the URL ``upstream``; ``[tool_search] mode``
+    off keeps every tool listed, as directly."""
+    stdio = f'command = "{EVERYTHING}"\nargs = ["stdio"]\n'
+    where = stdio if upstream == "stdio" else f'url = "{upstream}"\n'
+    return f'[servers.ev]\n{where}prefix = ""\n\n[tool_search]\nmode = "{tool_search}"\n'
+
+
 def hub_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -64,16 +84,20 @@ def hub_env() -> dict[str, str]:
     return env
 
 
+def stdio_hub_params(config: Path, *extra_args: str) -> StdioServerParameters:
+    """How to start ``mcp-hub serve`` as a stdio subprocess of a client."""
+    return StdioServerParameters(
+        command=PY, args=["-m", "mcp_hub", "serve", "--config", str(config), *extra_args],
+        cwd=str(ROOT), env=hub_env(),
+    )
+
+
 @asynccontextmanager
 async def stdio_hub(config: Path, *extra_args: str, **session_kwargs: Any
                     ) -> AsyncIterator[ClientSession]:
     """The hub as a stdio subprocess, with an initialised SDK client session."""
-    params = StdioServerParameters(
-        command=PY, args=["-m", "mcp_hub", "serve", "--config", str(config), *extra_args],
-        cwd=str(ROOT), env=hub_env(),
-    )
     async with (
-        stdio_client(params) as (read, write),
+        stdio_client(stdio_hub_params(config, *extra_args)) as (read, write),
         ClientSession(read, write, **session_kwargs) as session,
     ):
         await session.initialize()
@@ -140,6 +164,27 @@ async def http_hub(config: Path, tmp: Path, *extra_args: str,
 
 
 @asynccontextmanager
+async def everything_http(tmp: Path, port: int | None = None) -> AsyncIterator[str]:
+    """server-everything in ``streamableHttp`` mode on a free port; yields its /mcp URL."""
+    port = port or free_port()
+    env = hub_env()
+    env["PORT"] = str(port)
+    log = tmp / f"everything-{port}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(EVERYTHING), "streamableHttp"], cwd=str(ROOT), env=env,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    try:
+        try:
+            await wait_port(port, proc, 20, "server-everything")
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}:\n{log.read_text()}") from exc
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        await stop_process(proc, 10)
+        proc.wait()
+
+
+@asynccontextmanager
 async def http_session(url: str, *, headers: dict[str, str] | None = None,
                        **session_kwargs: Any) -> AsyncIterator[ClientSession]:
     async with (
@@ -159,6 +204,11 @@ async def sse_session(url: str, **session_kwargs: Any) -> AsyncIterator[ClientSe
     ):
         await session.initialize()
         yield session
+
+
+def text_of(result: types.CallToolResult) -> str:
+    """The text parts of a tool's result, joined by spaces."""
+    return " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
 def dump(result: Any) -> Any:

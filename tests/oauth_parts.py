@@ -9,8 +9,8 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.hubtest import PY, ROOT, hub_env
+from tests import auth_support
+from tests.hubtest import PY, ROOT, HttpHub, http_hub, hub_env
 
 AUTH_SERVER = ROOT / "tests" / "fixtures" / "oauth" / "auth_server.mjs"
 MOCK_PACKAGE = ROOT / "js" / "node_modules" / "oauth2-mock-server"
@@ -104,6 +105,42 @@ def server_toml(tmp: Path, url: str, oauth: str = "", server: str = "") -> Path:
                     f'[servers.prot]\nurl = "{url}"\nauth = "oauth"\nprefix = "p"\n'
                     f'connect_timeout = 10\n{server}\n[servers.prot.oauth]\n{oauth}\n')
     return path
+
+
+@dataclass
+class PerUserHub:
+    """A running hub in front of the protected upstream, and the parts around it."""
+
+    hub: HttpHub
+    #: Where the hub's callers sign in (``[auth]``, ``[auth.browser]``).
+    sign_in: auth_support.AuthServer
+    #: The upstream's authorization server.
+    upstream_as: AuthServer
+    config: Path
+    #: The upstream's record of calls, one line each.
+    calls: Path
+
+
+@asynccontextmanager
+async def per_user_hub(tmp: Path, config: Callable[[str, str], Path], *,
+                       token_seconds: int = 600) -> AsyncIterator[PerUserHub]:
+    """The upstream's authorization server (tokens good for ``token_seconds``), the
+    protected upstream, the hub's sign-in server and an HTTP hub with the config that
+    ``config(upstream_url, sign_in_issuer)`` writes."""
+    calls = tmp / "calls.txt"
+    with auth_server(token_seconds=token_seconds) as upstream_as, \
+            protected_server(upstream_as.url, calls) as upstream:
+        async with auth_support.oauth_server() as sign_in:
+            path = config(upstream, sign_in.issuer)
+            async with http_hub(path, tmp) as hub:
+                yield PerUserHub(hub, sign_in, upstream_as, path, calls)
+
+
+def per_user_server_toml(upstream: str) -> str:
+    """``[servers.prot]``: ``upstream`` behind OAuth, each caller connecting their own
+    account (``oauth_per_user``), its tools prefixed ``p_``."""
+    return (f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
+            'prefix = "p"\nconnect_timeout = 10\n\n')
 
 
 def hub_cli(config: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,6 @@ answers (time of day, session ids, the server's environment) is normalised in
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -27,6 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from bench.common import free_port
 from tests.everything_cases import (
     PROGRESS_TOOLS,
     PROMPT_ARGS,
@@ -37,7 +36,10 @@ from tests.everything_cases import (
 )
 from tests.hubtest import (
     EVERYTHING,
+    EVERYTHING_MARKS,
     ROOT,
+    everything_http,
+    everything_toml,
     http_hub,
     http_session,
     hub_env,
@@ -45,11 +47,7 @@ from tests.hubtest import (
     write_config,
 )
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.node,
-    pytest.mark.skipif(not EVERYTHING.exists(), reason="Node packages not installed (make setup)"),
-]
+pytestmark = [*EVERYTHING_MARKS]
 
 TRANSPORTS = ["stdio", "http"]
 
@@ -59,52 +57,6 @@ SIMULATED_LOG = re.compile(r"^(Debug|Info|Notice|Warning|Error|Critical|Emergenc
 
 
 # ── processes and sessions ────────────────────────────────────────────────────
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@asynccontextmanager
-async def everything_http(tmp_path: Path, port: int | None = None) -> AsyncIterator[str]:
-    """server-everything in ``streamableHttp`` mode on a free port; yields its /mcp URL."""
-    port = port or _free_port()
-    env = hub_env()
-    env["PORT"] = str(port)
-    log = tmp_path / f"everything-{port}.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([str(EVERYTHING), "streamableHttp"], cwd=str(ROOT), env=env,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-    try:
-        with anyio.fail_after(20):
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"server-everything exited:\n{log.read_text()}")
-                try:
-                    stream = await anyio.connect_tcp("127.0.0.1", port)
-                except OSError:
-                    await anyio.sleep(0.05)
-                    continue
-                await stream.aclose()
-                break
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            await anyio.to_thread.run_sync(lambda: proc.wait(10))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _upstream_toml(upstream: str) -> str:
-    """``[servers.ev]`` for a stdio upstream ("stdio") or an HTTP one (its URL)."""
-    stdio = f'command = "{EVERYTHING}"\nargs = ["stdio"]\n'
-    where = stdio if upstream == "stdio" else f'url = "{upstream}"\n'
-    # tool_search off: every tool stays listed, as directly.
-    return f'[servers.ev]\n{where}prefix = ""\n\n[tool_search]\nmode = "off"\n'
-
 
 @asynccontextmanager
 async def _direct_stdio(client: Client) -> AsyncIterator[ClientSession]:
@@ -123,12 +75,12 @@ async def pair(transport: str, tmp_path: Path, direct: Client, hub: Client
                ) -> AsyncIterator[tuple[ClientSession, ClientSession]]:
     """A direct session and a session through the hub, over ``transport``."""
     if transport == "stdio":
-        config = write_config(tmp_path, _upstream_toml("stdio"))
+        config = write_config(tmp_path, everything_toml("stdio"))
         async with _direct_stdio(direct) as d, stdio_hub(config, **hub.kwargs()) as h:
             yield d, h
         return
     async with everything_http(tmp_path) as url:
-        config = write_config(tmp_path, _upstream_toml(url))
+        config = write_config(tmp_path, everything_toml(url))
         async with (
             http_session(url, **direct.kwargs()) as d,
             http_hub(config, tmp_path) as running,
@@ -467,8 +419,8 @@ async def test_tools_of_an_upstream_that_comes_up_later_reach_the_client_as_list
     depend on client capabilities register then), and has no prompt that changes at
     all. Through the hub a connected client sees the upstream's tools arrive with
     ``tools/list_changed`` when the upstream comes up after the client connected."""
-    port = _free_port()
-    config = write_config(tmp_path, _upstream_toml(f"http://127.0.0.1:{port}/mcp"))
+    port = free_port()
+    config = write_config(tmp_path, everything_toml(f"http://127.0.0.1:{port}/mcp"))
     direct_client, hub_client = Client(), Client()
     with anyio.fail_after(60):
         async with (

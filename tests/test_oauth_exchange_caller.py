@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.auth_support import oauth_server
-from tests.exchange_parts import bearer, exchange_config, exchange_server, text_of, whoami
-from tests.hubtest import http_hub
+from tests.auth_support import bearer, oauth_server
+from tests.exchange_parts import exchange_config, exchange_server, whoami
+from tests.hubtest import http_hub, text_of
 from tests.oauth_parts import protected_server
 
 pytestmark = pytest.mark.anyio

@@ -26,16 +26,9 @@ import pytest
 import redis.asyncio as aioredis
 from cryptography.fernet import Fernet
 
-from tests.auth_support import AuthServer, oauth_server
-from tests.exchange_parts import (
-    ExchangeServer,
-    bearer,
-    exchange_config,
-    exchange_server,
-    text_of,
-    whoami,
-)
-from tests.hubtest import HttpHub, http_hub
+from tests.auth_support import AuthServer, bearer, oauth_server
+from tests.exchange_parts import ExchangeServer, exchange_config, exchange_server, whoami
+from tests.hubtest import HttpHub, http_hub, text_of
 from tests.oauth_parts import protected_server
 from tests.system_services import redis_server
 

@@ -19,6 +19,7 @@ the store on disk holds none in plain text.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,34 +29,20 @@ import pytest
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
-from mcp.types import URL_ELICITATION_REQUIRED, TextContent
+from mcp.types import URL_ELICITATION_REQUIRED
 
 from mcp_hub.config.model import load_config
 from mcp_hub.upstream.oauth.attach import token_store
-from tests.auth_support import AuthServer, oauth_server
+from tests.auth_support import AuthServer, bearer, browser_hub_config
 from tests.erastest import on_roots, on_sampling
-from tests.hubtest import HttpHub, http_hub, http_session
-from tests.oauth_parts import auth_server, hub_cli, protected_server
+from tests.hubtest import HttpHub, http_session, text_of
+from tests.oauth_parts import hub_cli, per_user_hub, per_user_server_toml
 
 pytestmark = pytest.mark.anyio
 
-#: The hub's own audience: [auth] needs it (or a public_url), never the request's Host.
-AUDIENCE = "https://hub.test/mcp"
-
-
 def _config(tmp: Path, upstream: str, issuer: str) -> Path:
-    path = tmp / "servers.toml"
-    path.write_text(
-        f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
-        f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
-        f'prefix = "p"\nconnect_timeout = 10\n\n'
-        f'[auth]\nissuer = "{issuer}"\naudience = "{AUDIENCE}"\n\n[auth.browser]\nclient_id = "hub-browser"\n\n'
-        f'[audit]\npath = "{tmp / "audit.jsonl"}"\ninclude_arguments = true\n')
-    return path
-
-
-def _text(result: types.CallToolResult) -> str:
-    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
+    audit = f'[audit]\npath = "{tmp / "audit.jsonl"}"\ninclude_arguments = true\n'
+    return browser_hub_config(tmp, issuer, body=per_user_server_toml(upstream), tail=audit)
 
 
 def _subs(calls: Path) -> list[str]:
@@ -99,11 +86,6 @@ class Browser:
             self.completed.append(message.params.elicitation_id)
 
 
-async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
-    token = await auth.token(sub=sub, aud=AUDIENCE, scope="mcp")
-    return {"Authorization": f"Bearer {token}"}
-
-
 async def _connect_and_call(hub: HttpHub, headers: dict[str, str], browser: Browser
                             ) -> tuple[str, list[str]]:
     async with http_session(hub.mcp_url, headers=headers, elicitation_callback=browser.elicit,
@@ -113,30 +95,26 @@ async def _connect_and_call(hub: HttpHub, headers: dict[str, str], browser: Brow
         if names == ["p_connect"]:
             # Nobody connected yet: the placeholder's call elicits, runs the flow, lists.
             connected = await session.call_tool("p_connect", {})
-            assert not connected.is_error and "Connected to prot" in _text(connected)
+            assert not connected.is_error and "Connected to prot" in text_of(connected)
             listed = [t.name for t in (await session.list_tools()).tools if t.name.startswith("p_")]
             assert "p_whoami" in listed and "p_connect" not in listed
         # Bob's first call of a real tool: a URL elicitation, the flow, then the call.
         result = await session.call_tool("p_whoami", {})
-        assert not result.is_error, _text(result)
-        return _text(result), names
+        assert not result.is_error, text_of(result)
+        return text_of(result), names
 
 
 async def test_two_users_connect_their_own_accounts_a_third_gets_the_url_error(
         tmp_path: Path) -> None:
-    calls = tmp_path / "calls.txt"
-    with auth_server(token_seconds=600) as upstream_as, \
-            protected_server(upstream_as.url, calls) as upstream:
-        async with oauth_server() as auth:
-            config_path = _config(tmp_path, upstream, auth.issuer)
-            async with http_hub(config_path, tmp_path) as hub:
-                with anyio.fail_after(120):
-                    await _scenario(hub, auth, upstream_as.url, config_path, calls, tmp_path)
+    async with per_user_hub(tmp_path, partial(_config, tmp_path)) as parts:
+        with anyio.fail_after(120):
+            await _scenario(parts.hub, parts.sign_in, parts.upstream_as.url, parts.config,
+                            parts.calls, tmp_path)
 
 
 async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_path: Path,
                     calls: Path, tmp: Path) -> None:
-    alice_h, bob_h, carol_h = [await _bearer(auth, hub, s) for s in ("alice", "bob", "carol")]
+    alice_h, bob_h, carol_h = [await bearer(auth, s) for s in ("alice", "bob", "carol")]
     alice = Browser(upstream_as, "gh-alice", auth, "alice")
     text, names = await _connect_and_call(hub, alice_h, alice)
     assert names == ["p_connect"], "before anyone connected: the placeholder alone"
@@ -164,7 +142,7 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
                                 elicitation_callback=browser.elicit) as session:
             for _ in range(2):
                 result = await session.call_tool("p_whoami", {})
-                assert _text(result).startswith(f"sub={who} "), _text(result)
+                assert text_of(result).startswith(f"sub={who} "), text_of(result)
     assert len(alice.urls) == 1 and len(bob.urls) == 1
     assert _subs(calls) == ["gh-alice", "gh-bob", "gh-alice", "gh-alice", "gh-bob", "gh-bob"]
 
@@ -206,7 +184,7 @@ async def _scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, config_pat
     async with http_session(hub.mcp_url, headers=bob_h, elicitation_callback=bob.elicit,
                             message_handler=bob.on_message) as session:
         result = await session.call_tool("p_whoami", {})
-    assert _text(result).startswith("sub=gh-bob ") and len(bob.urls) == 2
+    assert text_of(result).startswith("sub=gh-bob ") and len(bob.urls) == 2
 
 
 async def _user_sessions(hub: HttpHub, headers: dict[str, str]) -> int:
@@ -231,7 +209,7 @@ async def _progress_and_logs_reach_the_caller(hub: HttpHub, headers: dict[str, s
     async with http_session(hub.mcp_url, headers=headers, elicitation_callback=browser.elicit,
                             logging_callback=on_log) as session:
         result = await session.call_tool("p_count", {"steps": 3}, progress_callback=on_progress)
-    assert _text(result) == "counted to 3", _text(result)
+    assert text_of(result) == "counted to 3", text_of(result)
     assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert logs == ["counted 1", "counted 2", "counted 3"]
 
@@ -248,12 +226,12 @@ async def _questions_reach_the_caller(hub: HttpHub, headers: dict[str, str],
     async with http_session(hub.mcp_url, headers=headers, elicitation_callback=elicit,
                             sampling_callback=on_sampling, list_roots_callback=on_roots) as session:
         result = await session.call_tool("p_ask", {"prompt": "hi"})
-    assert _text(result) == "model=echo:hi name=Alice roots=['file:///tmp/one']", _text(result)
+    assert text_of(result) == "model=echo:hi name=Alice roots=['file:///tmp/one']", text_of(result)
     # A client that cannot answer: the upstream gets an error, the call reports it.
     async with http_session(hub.mcp_url, headers=headers,
                             elicitation_callback=browser.elicit) as session:
         failed = await session.call_tool("p_ask", {"prompt": "hi"})
-    assert failed.is_error, _text(failed)
+    assert failed.is_error, text_of(failed)
 
 
 async def _no_token_anywhere(hub: HttpHub, headers: dict[str, str], config_path: Path,
@@ -301,30 +279,28 @@ async def test_per_user_needs_a_downstream_identity(tmp_path: Path) -> None:
 _ = ClientSession  # the sessions above are the SDK's ClientSession
 
 
+async def _whoami_once_expired(hub: HttpHub, headers: dict[str, str], browser: Browser) -> str:
+    """``p_whoami`` once the 2-second upstream token has expired; the result's text."""
+    await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
+    async with http_session(hub.mcp_url, headers=headers,
+                            elicitation_callback=browser.elicit) as session:
+        return text_of(await session.call_tool("p_whoami", {}))
+
+
 async def test_a_refused_refresh_asks_the_user_to_connect_again(tmp_path: Path) -> None:
-    calls = tmp_path / "calls.txt"
-    with auth_server(token_seconds=2) as upstream_as, \
-            protected_server(upstream_as.url, calls) as upstream:
-        async with oauth_server() as auth:
-            config_path = _config(tmp_path, upstream, auth.issuer)
-            async with http_hub(config_path, tmp_path) as hub:
-                with anyio.fail_after(90):
-                    headers = await _bearer(auth, hub, "alice")
-                    alice = Browser(upstream_as.url, "alice", auth, "alice")
-                    text, _ = await _connect_and_call(hub, headers, alice)
-                    assert text.startswith("sub=alice "), text
-                    await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
-                    async with http_session(hub.mcp_url, headers=headers,
-                                            elicitation_callback=alice.elicit) as session:
-                        result = await session.call_tool("p_whoami", {})
-                    assert _text(result).startswith("sub=alice "), _text(result)
-                    assert len(alice.urls) == 1, "an expired token is refreshed, not re-connected"
-                    assert upstream_as.stats()["token"].get("refresh_token", 0) >= 1
-                    upstream_as.revoke_refresh_tokens()
-                    await anyio.sleep(2.5)  # let the 2-second token expire; the clock is the subject
-                    async with http_session(hub.mcp_url, headers=headers,
-                                            elicitation_callback=alice.elicit) as session:
-                        result = await session.call_tool("p_whoami", {})
-                    assert _text(result).startswith("sub=alice "), _text(result)
-                    assert len(alice.urls) == 2, "the refused refresh led to a second connect"
-    assert _subs(calls) == ["alice", "alice", "alice"]
+    async with per_user_hub(tmp_path, partial(_config, tmp_path), token_seconds=2) as parts:
+        hub, auth, upstream_as = parts.hub, parts.sign_in, parts.upstream_as
+        with anyio.fail_after(90):
+            headers = await bearer(auth, "alice")
+            alice = Browser(upstream_as.url, "alice", auth, "alice")
+            text, _ = await _connect_and_call(hub, headers, alice)
+            assert text.startswith("sub=alice "), text
+            text = await _whoami_once_expired(hub, headers, alice)
+            assert text.startswith("sub=alice "), text
+            assert len(alice.urls) == 1, "an expired token is refreshed, not re-connected"
+            assert upstream_as.stats()["token"].get("refresh_token", 0) >= 1
+            upstream_as.revoke_refresh_tokens()
+            text = await _whoami_once_expired(hub, headers, alice)
+            assert text.startswith("sub=alice "), text
+            assert len(alice.urls) == 2, "the refused refresh led to a second connect"
+    assert _subs(parts.calls) == ["alice", "alice", "alice"]

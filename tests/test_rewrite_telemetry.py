@@ -8,7 +8,6 @@ that again to ``look``.
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
@@ -18,49 +17,30 @@ import pytest
 from mcp_hub.config.model import load_config
 from mcp_hub.hub.core import Hub
 from mcp_hub.pipeline.context import CallContext
-from tests.hubtest import PY, ROOT, write_config
-
-try:
-    import opentelemetry.sdk  # noqa: F401  (the hub's side of the tests)
-
-    from tests.otlp_receiver import otlp_receiver
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip(f"needs the otel extra (pip install -e '.[dev]'): {exc}", allow_module_level=True)
+from tests.hubtest import write_config
+from tests.telemetry_parts import (
+    CLIENT,
+    SERVER,
+    fast_export,
+    otlp_receiver,
+    telemetry_toml,
+    trace_server_toml,
+)
 
 pytestmark = pytest.mark.anyio
 
-SERVER, CLIENT = 2, 3  # OTLP span kinds
 UPSTREAM_TOOL = "mcp_hub.upstream.tool.name"
 
 
 @pytest.fixture(autouse=True)
 def _fast_export(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                 "OTEL_SDK_DISABLED", "OTEL_TRACES_SAMPLER_ARG"):
-        monkeypatch.delenv(name, raising=False)
+    fast_export(monkeypatch)
 
 
 def _config(tmp: Path, endpoint: str) -> Path:
-    return write_config(tmp, f'''
-[servers.trace]
-command = "{PY}"
-args = ["-m", "tests.fixtures.trace_server"]
-cwd = "{ROOT}"
-prefix = ""
-
-[servers.trace.tools.trace_seen]
-name = "seen_by_hub"
-
-[profiles.support.tools.seen_by_hub]
-name = "look"
-
-[telemetry]
-otlp_endpoint = "{endpoint}"
-metric_interval = 0.2
-''')
+    renames = ('\n[servers.trace.tools.trace_seen]\nname = "seen_by_hub"\n\n'
+               '[profiles.support.tools.seen_by_hub]\nname = "look"\n')
+    return write_config(tmp, trace_server_toml() + renames + telemetry_toml(endpoint))
 
 
 def _call(trace_id: str) -> CallContext:

@@ -34,22 +34,17 @@ from pydantic import BaseModel, ConfigDict
 
 from tests.everything_cases import Client
 from tests.hubtest import (
-    EVERYTHING,
-    PY,
-    ROOT,
+    EVERYTHING_MARKS,
+    everything_http,
+    everything_toml,
     http_hub,
     http_session,
-    hub_env,
     stdio_hub,
+    stdio_hub_params,
     write_config,
 )
-from tests.test_everything import everything_http
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.node,
-    pytest.mark.skipif(not EVERYTHING.exists(), reason="Node packages not installed (make setup)"),
-]
+pytestmark = [*EVERYTHING_MARKS]
 
 RESEARCH = "simulate-research-query"
 
@@ -115,15 +110,7 @@ async def http_task_client(url: str) -> AsyncIterator[TaskClient]:
 
 
 def _config(tmp_path: Path, upstream: str) -> Path:
-    where = (f'command = "{EVERYTHING}"\nargs = ["stdio"]\n' if upstream == "stdio"
-             else f'url = "{upstream}"\n')
-    return write_config(tmp_path, f'[servers.ev]\n{where}prefix = ""\n\n'
-                                  '[tool_search]\nmode = "off"\n')
-
-
-def _hub_params(config: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=PY, args=["-m", "mcp_hub", "serve", "--config",
-                                                   str(config)], cwd=str(ROOT), env=hub_env())
+    return write_config(tmp_path, everything_toml(upstream))
 
 
 async def _until_done(client: TaskClient, task_id: str) -> dict[str, Any]:
@@ -162,7 +149,7 @@ async def _one_task_through(client: TaskClient) -> None:
 
 
 async def test_a_research_task_runs_through_the_stdio_hub(tmp_path: Path) -> None:
-    async with stdio_task_client(_hub_params(_config(tmp_path, "stdio"))) as client:
+    async with stdio_task_client(stdio_hub_params(_config(tmp_path, "stdio"))) as client:
         await _one_task_through(client)
         # Without ``task`` the tool that runs only as a task still fails at once, clearly.
         answer = await client.rpc("tools/call", {"name": RESEARCH, "arguments": {"topic": "x"}})
@@ -245,9 +232,8 @@ async def test_async_sampling_and_elicitation_tools_are_offered_and_answered(
 async def test_the_bridge_describes_execution_and_tool_call_runs_a_task(tmp_path: Path) -> None:
     """With tool_search bridging, ``tool_describe`` shows a tool's ``execution`` and a
     task-augmented ``tool_call`` starts the upstream's task under a hub id."""
-    config = write_config(tmp_path, f'[servers.ev]\ncommand = "{EVERYTHING}"\nargs = ["stdio"]\n'
-                                    'prefix = ""\n\n[tool_search]\nmode = "on"\n')
-    async with stdio_task_client(_hub_params(config)) as client:
+    config = write_config(tmp_path, everything_toml("stdio", tool_search="on"))
+    async with stdio_task_client(stdio_hub_params(config)) as client:
         described = await client.rpc("tools/call", {"name": "tool_describe",
                                                     "arguments": {"names": [RESEARCH]}})
         tool = json.loads(described["content"][0]["text"])["tools"][0]

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,24 +21,25 @@ import anyio
 import pytest
 from mcp.types import TextContent
 
+from bench.common import free_port
 from mcp_hub.config.model import load_config
 from mcp_hub.hub.core import Hub
 from mcp_hub.pipeline.context import CallContext
 from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, http_session, stdio_hub, write_config
-
-try:
-    import opentelemetry.sdk  # noqa: F401  (the hub's side of the tests)
-
-    from tests.otlp_receiver import Received, Span, otlp_receiver
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip(f"needs the otel extra (pip install -e '.[dev]'): {exc}", allow_module_level=True)
+from tests.telemetry_parts import (
+    CLIENT,
+    SERVER,
+    Received,
+    Span,
+    fast_export,
+    otlp_receiver,
+    telemetry_toml,
+    trace_server_toml,
+)
 
 pytestmark = pytest.mark.anyio
 
 SECRET_ARG = "arg-value-that-must-not-be-exported"
-SERVER, CLIENT = 2, 3  # OTLP span kinds
 
 
 def _traceparent() -> tuple[str, str, str]:
@@ -48,22 +47,9 @@ def _traceparent() -> tuple[str, str, str]:
     return f"00-{trace_id}-{span_id}-01", trace_id, span_id
 
 
-def _upstream_stdio() -> str:
-    return (f'[servers.trace]\ncommand = "{PY}"\nargs = ["-m", "tests.fixtures.trace_server"]\n'
-            f'cwd = "{ROOT}"\nprefix = ""\n')
-
-
-def _telemetry(endpoint: str) -> str:
-    return f'\n[telemetry]\notlp_endpoint = "{endpoint}"\nmetric_interval = 0.2\n'
-
-
 @pytest.fixture(autouse=True)
 def _fast_export(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Spans leave the batch processor every 50 ms instead of every 5 s.
-    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                 "OTEL_SDK_DISABLED", "OTEL_TRACES_SAMPLER_ARG"):
-        monkeypatch.delenv(name, raising=False)
+    fast_export(monkeypatch)
 
 
 def _seen(result: Any) -> dict[str, Any]:
@@ -100,7 +86,7 @@ async def _one_trace(received: Received, trace_id: str, server_name: str,
 
 async def test_stdio_path_one_trace_from_client_to_upstream(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
-        config = write_config(tmp_path, _upstream_stdio() + _telemetry(endpoint))
+        config = write_config(tmp_path, trace_server_toml() + telemetry_toml(endpoint))
         traceparent, trace_id, parent_id = _traceparent()
         with anyio.fail_after(60):
             async with stdio_hub(config) as session:
@@ -115,18 +101,12 @@ async def test_stdio_path_one_trace_from_client_to_upstream(tmp_path: Path) -> N
         assert seen["header"] is None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @asynccontextmanager
 async def _http_upstream() -> AsyncIterator[str]:
     """The trace fixture as a Streamable HTTP server; yields its /mcp URL."""
     import httpx2
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([PY, "-m", "tests.fixtures.trace_server", "--transport", "http",
                              "--port", str(port)], cwd=str(ROOT), stdin=subprocess.DEVNULL)
     try:
@@ -149,7 +129,7 @@ async def test_http_path_context_from_meta_or_headers_out_in_meta_and_headers(
         tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
         async with _http_upstream() as url:
-            body = f'[servers.trace]\nurl = "{url}"\nprefix = ""\n' + _telemetry(endpoint)
+            body = f'[servers.trace]\nurl = "{url}"\nprefix = ""\n' + telemetry_toml(endpoint)
             config = write_config(tmp_path, body)
             tp_meta, trace_meta, parent_meta = _traceparent()
             tp_header, trace_header, parent_header = _traceparent()
@@ -176,7 +156,7 @@ async def test_http_path_context_from_meta_or_headers_out_in_meta_and_headers(
 async def test_http_path_off_passes_the_context_from_meta_or_headers(tmp_path: Path) -> None:
     """Telemetry off, over Streamable HTTP: the client's context reaches the upstream's
     ``_meta`` as it came, from ``_meta`` first and from the HTTP headers otherwise."""
-    config = write_config(tmp_path, _upstream_stdio())
+    config = write_config(tmp_path, trace_server_toml())
     tp_meta, _, _ = _traceparent()
     tp_header, _, _ = _traceparent()
     with anyio.fail_after(60):
@@ -193,7 +173,7 @@ async def test_http_path_off_passes_the_context_from_meta_or_headers(tmp_path: P
 
 async def test_bridge_tool_call_is_one_trace(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
-        body = _upstream_stdio() + '\n[tool_search]\nmode = "on"\n' + _telemetry(endpoint)
+        body = trace_server_toml() + '\n[tool_search]\nmode = "on"\n' + telemetry_toml(endpoint)
         config = write_config(tmp_path, body)
         traceparent, trace_id, parent_id = _traceparent()
         with anyio.fail_after(60):
@@ -227,7 +207,7 @@ async def test_relays_are_children_of_the_call_span_and_link_to_it(tmp_path: Pat
                                    model="test-model")
 
     with otlp_receiver() as (endpoint, received):
-        config = write_config(tmp_path, echo_server_toml("echo") + _telemetry(endpoint))
+        config = write_config(tmp_path, echo_server_toml("echo") + telemetry_toml(endpoint))
         tp_sample, trace_sample, _ = _traceparent()
         tp_slow, trace_slow, _ = _traceparent()
         with anyio.fail_after(60):
@@ -265,7 +245,7 @@ async def test_relays_are_children_of_the_call_span_and_link_to_it(tmp_path: Pat
 
 async def test_unknown_tool_is_an_error_span_and_an_other_label(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
-        config = load_config(write_config(tmp_path, _upstream_stdio() + _telemetry(endpoint)))
+        config = load_config(write_config(tmp_path, trace_server_toml() + telemetry_toml(endpoint)))
         traceparent, trace_id, _ = _traceparent()
         with anyio.fail_after(60):
             async with Hub(config, load_plugin_modules=False) as hub:
@@ -285,7 +265,7 @@ async def test_unknown_tool_is_an_error_span_and_an_other_label(tmp_path: Path) 
 
 async def test_pipeline_hooks_get_child_spans(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
-        config = load_config(write_config(tmp_path, _upstream_stdio() + _telemetry(endpoint)))
+        config = load_config(write_config(tmp_path, trace_server_toml() + telemetry_toml(endpoint)))
         traceparent, trace_id, _ = _traceparent()
         seen_trace: list[Any] = []
 
@@ -310,7 +290,7 @@ async def test_pipeline_hooks_get_child_spans(tmp_path: Path) -> None:
 
 async def test_sampling_follows_the_caller_and_off_passes_the_context_on(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
-        body = _upstream_stdio() + _telemetry(endpoint) + "sample_ratio = 0.0\n"
+        body = trace_server_toml() + telemetry_toml(endpoint) + "sample_ratio = 0.0\n"
         config = load_config(write_config(tmp_path, body))
         traceparent, trace_id, _ = _traceparent()
         with anyio.fail_after(60):
@@ -322,7 +302,7 @@ async def test_sampling_follows_the_caller_and_off_passes_the_context_on(tmp_pat
                     request_id=2, meta={"traceparent": traceparent}))
                 await received.wait_for(lambda: len(received.spans_of(trace_id)) == 2)
         assert {s.trace_id for s in received.spans} == {trace_id}
-    off = load_config(write_config(tmp_path, _upstream_stdio()))
+    off = load_config(write_config(tmp_path, trace_server_toml()))
     with anyio.fail_after(60):
         async with Hub(off, load_plugin_modules=False) as hub:
             await hub.wait_ready(20)
@@ -343,8 +323,8 @@ async def test_an_unreachable_collector_is_logged_once_and_bounded(
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "64")
     monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "16")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
-    dead = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
-    config = load_config(write_config(tmp_path, _upstream_stdio() + _telemetry(dead)))
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    config = load_config(write_config(tmp_path, trace_server_toml() + telemetry_toml(dead)))
     caplog.set_level(logging.INFO, logger="mcp_hub.telemetry")
     with anyio.fail_after(90):
         async with Hub(config, load_plugin_modules=False) as hub:
@@ -459,7 +439,7 @@ async def _request_spans(received: Received, trace_id: str) -> dict[str, Span]:
 
 async def test_every_request_has_a_server_span_stdio(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
-        config = write_config(tmp_path, echo_server_toml("echo") + _telemetry(endpoint))
+        config = write_config(tmp_path, echo_server_toml("echo") + telemetry_toml(endpoint))
         tp, trace_id, parent_id = _traceparent()
         with anyio.fail_after(60):
             async with stdio_hub(config) as session:
@@ -471,7 +451,7 @@ async def test_every_request_has_a_server_span_stdio(tmp_path: Path) -> None:
 
 async def test_every_request_has_a_server_span_http(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
-        config = write_config(tmp_path, echo_server_toml("echo") + _telemetry(endpoint))
+        config = write_config(tmp_path, echo_server_toml("echo") + telemetry_toml(endpoint))
         tp, trace_id, parent_id = _traceparent()
         with anyio.fail_after(60):
             async with http_hub(config, tmp_path) as hub:
@@ -485,7 +465,7 @@ async def test_every_request_has_a_server_span_http(tmp_path: Path) -> None:
 
 async def test_a_reload_applies_telemetry_changes(tmp_path: Path) -> None:
     with otlp_receiver() as (endpoint, received):
-        path = write_config(tmp_path, _upstream_stdio())
+        path = write_config(tmp_path, trace_server_toml())
         traceparent, trace_id, _ = _traceparent()
         with anyio.fail_after(60):
             async with Hub(load_config(path), load_plugin_modules=False) as hub:
@@ -494,7 +474,7 @@ async def test_a_reload_applies_telemetry_changes(tmp_path: Path) -> None:
                 # Only [telemetry] changes (the [hub] table stays as it was: a changed
                 # naming key would restart the servers).
                 original = path.read_text()
-                path.write_text(original + _telemetry(endpoint))
+                path.write_text(original + telemetry_toml(endpoint))
                 assert await hub.reload()
                 assert hub.telemetry.enabled
                 seen = _seen(await hub.call_tool("trace_seen", {}, CallContext(

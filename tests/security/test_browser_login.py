@@ -27,9 +27,8 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from mcp import types
 from mcp.shared.exceptions import MCPError
-from mcp.types import URL_ELICITATION_REQUIRED, TextContent
+from mcp.types import URL_ELICITATION_REQUIRED
 
 from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure
 from mcp_hub.auth.browser import safe_next
@@ -38,9 +37,9 @@ from mcp_hub.auth.identity import Identity
 from mcp_hub.auth.settings import AccessRule
 from mcp_hub.config.model import load_config
 from mcp_hub.upstream.oauth.attach import token_store
-from tests.auth_support import AuthServer, oauth_server
-from tests.hubtest import HttpHub, http_hub, http_session
-from tests.oauth_parts import auth_server, protected_server
+from tests.auth_support import AuthServer, bearer, browser_hub_config, oauth_server
+from tests.hubtest import HttpHub, http_hub, http_session, text_of
+from tests.oauth_parts import per_user_hub, per_user_server_toml
 
 pytestmark = pytest.mark.anyio
 
@@ -50,30 +49,11 @@ RULES = '[[access]]\nmatch = "sub:alice"\n\n[[access]]\nmatch = "sub:mallory"\n\
         '[[access]]\nmatch = "token:ops"\n'
 
 
-#: The audience tokens are issued for (the hub's configured ``[auth] audience``).
-AUDIENCE = "https://hub.test/mcp"
-
-
 def _config(tmp: Path, issuer: str, *, upstream: str | None = None, rules: str = RULES) -> Path:
-    path = tmp / "servers.toml"
-    server = (f'[servers.prot]\nurl = "{upstream}"\nauth = "oauth"\noauth_per_user = true\n'
-              'prefix = "p"\nconnect_timeout = 10\n\n') if upstream else ""
-    path.write_text(
-        f'[hub]\nstate_dir = "{tmp / "state"}"\nstartup_timeout = 20\n\n'
-        f'[hub.http]\nauth_tokens = [{{ name = "ops", token = "{OPS}" }}, '
-        f'{{ name = "ci", token = "{CI}" }}]\n\n{server}'
-        f'[auth]\nissuer = "{issuer}"\naudience = "{AUDIENCE}"\n\n'
-        f'[auth.browser]\nclient_id = "hub-browser"\n\n{rules}')
-    return path
-
-
-def _text(result: types.CallToolResult) -> str:
-    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
-
-
-async def _bearer(auth: AuthServer, hub: HttpHub, sub: str) -> dict[str, str]:
-    token = await auth.token(sub=sub, aud=AUDIENCE, scope="mcp")
-    return {"Authorization": f"Bearer {token}"}
+    tokens = (f'[hub.http]\nauth_tokens = [{{ name = "ops", token = "{OPS}" }}, '
+              f'{{ name = "ci", token = "{CI}" }}]\n\n')
+    server = per_user_server_toml(upstream) if upstream else ""
+    return browser_hub_config(tmp, issuer, body=tokens + server, tail=rules)
 
 
 async def _connect_link(hub: HttpHub, headers: dict[str, str]) -> str:
@@ -92,19 +72,18 @@ async def _connect_link(hub: HttpHub, headers: dict[str, str]) -> str:
 
 async def test_a_link_sent_to_another_user_is_refused_and_the_owner_connects(
         tmp_path: Path) -> None:
-    calls = tmp_path / "calls.txt"
-    with auth_server(token_seconds=600) as upstream_as, \
-            protected_server(upstream_as.url, calls) as upstream:
-        async with oauth_server() as auth:
-            path = _config(tmp_path, auth.issuer, upstream=upstream)
-            async with http_hub(path, tmp_path) as hub:
-                with anyio.fail_after(120):
-                    await _link_scenario(hub, auth, upstream_as.url, path, calls)
+    def config(upstream: str, issuer: str) -> Path:
+        return _config(tmp_path, issuer, upstream=upstream)
+
+    async with per_user_hub(tmp_path, config) as parts:
+        with anyio.fail_after(120):
+            await _link_scenario(parts.hub, parts.sign_in, parts.upstream_as.url, parts.config,
+                                 parts.calls)
 
 
 async def _link_scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, path: Path,
                          calls: Path) -> None:
-    mallory_h = await _bearer(auth, hub, "mallory")
+    mallory_h = await bearer(auth, "mallory")
     mallory_link = await _connect_link(hub, mallory_h)
     # Alice's browser: whoever opens /authorize at either server is Alice.
     await auth.login("alice")
@@ -138,14 +117,14 @@ async def _link_scenario(hub: HttpHub, auth: AuthServer, upstream_as: str, path:
         assert await token_store("prot", config.servers["prot"], "user:mallory").get_tokens() is None
 
         # Alice's own link, in the same signed-in browser, connects Alice.
-        alice_h = await _bearer(auth, hub, "alice")
+        alice_h = await bearer(auth, "alice")
         mine = await alice_browser.get(await _connect_link(hub, alice_h))
         assert mine.status_code == 200 and "Connected to prot" in mine.text, mine.text
     assert await token_store("prot", config.servers["prot"], "user:alice").get_tokens() is not None
     assert await token_store("prot", config.servers["prot"], "user:mallory").get_tokens() is None
     async with http_session(hub.mcp_url, headers=alice_h) as session:
         result = await session.call_tool("p_whoami", {})
-    assert _text(result).startswith("sub=gh-alice "), _text(result)
+    assert text_of(result).startswith("sub=gh-alice "), text_of(result)
     assert "Set-Cookie" not in hub.stderr() and "mcp_hub_token=" not in hub.stderr()
     await _a_static_token_proves_itself_with_its_cookie(hub, upstream_as)
 
@@ -164,7 +143,7 @@ async def _a_static_token_proves_itself_with_its_cookie(hub: HttpHub, upstream_a
         assert done.status_code == 200 and "Connected to prot" in done.text, done.text
     async with http_session(hub.mcp_url, headers={"Authorization": f"Bearer {OPS}"}) as session:
         result = await session.call_tool("p_whoami", {})
-    assert _text(result).startswith("sub=gh-ops "), _text(result)
+    assert text_of(result).startswith("sub=gh-ops "), text_of(result)
 
 
 async def test_the_status_cookie_obeys_the_access_rules(tmp_path: Path) -> None:
@@ -256,7 +235,7 @@ async def test_without_browser_sign_in_a_link_of_an_oauth_identity_is_refused(
         path.write_text(path.read_text().replace('[auth.browser]\nclient_id = "hub-browser"\n', ""))
         async with http_hub(path, tmp_path) as hub:
             with anyio.fail_after(60):
-                link = await _connect_link(hub, await _bearer(auth, hub, "alice"))
+                link = await _connect_link(hub, await bearer(auth, "alice"))
                 async with httpx2.AsyncClient(timeout=30, follow_redirects=True) as browser:
                     opened = await browser.get(link)
                     assert opened.status_code == 401 and "[auth.browser]" in opened.text
