@@ -147,10 +147,12 @@ async def test_http_list_waits_until_the_deadline_and_a_second_session_does_not(
                 assert "healthy_echo" in {t.name for t in listed.tools}
                 assert hub.stderr().count(CUT_SHORT) == 1  # logged before the answer
 
-            # A second session after the deadline lists at once: no wait, no second line.
+            # A second session after the deadline lists at once: no wait, no second line
+            # (prompts were never listed: their list is prepared now, not taken from a cache).
             async with http_session(hub.mcp_url) as second:
                 listed = await second.list_tools()
                 assert "healthy_echo" in {t.name for t in listed.tools}
+                await second.list_prompts()
             assert hub.stderr().count(CUT_SHORT) == 1
 
 
