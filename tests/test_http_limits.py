@@ -78,10 +78,9 @@ async def test_an_idle_session_expires_and_is_forgotten(tmp_path: Path) -> None:
             ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
             assert (await http.post(hub.mcp_url, json=ping, headers=headers)).status_code == 200
             assert await sessions(http, hub.base) == 1
-            started = anyio.current_time()
+            # Bounded by fail_after: a session that never expires fails the test there.
             while await sessions(http, hub.base) != 0:  # polling another process's state
                 await anyio.sleep(0.1)
-            assert anyio.current_time() - started < 10
             expired = await http.post(hub.mcp_url, json=ping, headers=headers)
             assert expired.status_code == 404
 

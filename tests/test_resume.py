@@ -11,7 +11,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -159,11 +158,11 @@ async def test_killed_client_gets_its_call_cancelled_upstream(tmp_path: Path, st
                 while "called hang" not in _marker(tmp_path):  # bounded by fail_after
                     await anyio.sleep(0.05)
                 client.send_signal(signal.SIGKILL)
-                killed_at = time.monotonic()
                 await anyio.to_thread.run_sync(client.wait)
+                # Bounded by fail_after: only the end of the resume grace cancels the
+                # call before it (the session's idle timeout is an hour away).
                 while "cancelled" not in _marker(tmp_path):
                     await anyio.sleep(0.05)
-                assert time.monotonic() - killed_at <= GRACE + 2
             finally:
                 if client.poll() is None:
                     client.kill()
@@ -229,9 +228,16 @@ async def test_bounded_store_evicts_oldest_and_never_replays_across_sessions() -
 
 
 async def test_sse_connection_closing_cancels_its_calls_upstream(tmp_path: Path) -> None:
-    """Legacy SSE cannot resume: the connection closing is the end of its calls."""
+    """Legacy SSE cannot resume: the connection closing is the end of its calls.
+
+    The resume grace is 600 s, far beyond the test's bound: a closed SSE stream kept
+    for resumption like a Streamable HTTP one would fail the test at ``fail_after``.
+    """
+    config = _config(tmp_path)
+    config.write_text(config.read_text().replace(f"resume_grace_seconds = {GRACE}",
+                                                 "resume_grace_seconds = 600"))
     with anyio.fail_after(90):
-        async with http_hub(_config(tmp_path), tmp_path) as hub, httpx2.AsyncClient(
+        async with http_hub(config, tmp_path) as hub, httpx2.AsyncClient(
                 timeout=httpx2.Timeout(30)) as http:
             async with http.stream("GET", f"{hub.base}/sse") as stream:
                 events = _events(stream)
@@ -247,11 +253,10 @@ async def test_sse_connection_closing_cancels_its_calls_upstream(tmp_path: Path)
                     assert (await http.post(url, json=body)).status_code == 202
                 while "called hang" not in _marker(tmp_path):  # bounded by fail_after
                     await anyio.sleep(0.05)
-            closed_at = time.monotonic()  # the GET stream is closed: no DELETE, no cancel
+            # The GET stream is closed: no DELETE, no cancel. The window of a stream that
+            # cannot be resumed is zero, so the cancel comes long before the grace ends.
             while "cancelled" not in _marker(tmp_path):
                 await anyio.sleep(0.05)
-            # The window of a stream that cannot be resumed is zero: within 0 + 2 s.
-            assert time.monotonic() - closed_at <= 2.0
 
 
 async def test_a_session_ending_cancels_its_calls_upstream(tmp_path: Path) -> None:

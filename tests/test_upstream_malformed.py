@@ -22,7 +22,9 @@ from tests.fixtures_upstream import ROOT, running, text_of, toml_str
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 30  # the per-call timeout; every call here must end long before it
+#: The per-call timeout, far beyond every bound here: a call left waiting for it fails
+#: the test at its ``fail_after`` instead of ending with a timeout.
+TIMEOUT = 600
 
 
 def hostile_block() -> str:
@@ -64,9 +66,7 @@ async def test_a_malformed_response_fails_the_call_at_once(
     caplog.set_level(logging.DEBUG, logger="mcp_hub")
     with anyio.fail_after(20):
         async with running(hostile_block()) as (_, registry):
-            started = anyio.current_time()
             result = await registry.dispatch(f"h_{tool}", {}, call=CallContext())
-            assert anyio.current_time() - started < TIMEOUT / 3
             assert result.is_error
             assert text_of(result) == (
                 f"Server 'h' did not answer tool '{tool}' with a valid response: "

@@ -60,6 +60,7 @@ from typing import Any
 from mcp_hub.clients import jsonedit
 from mcp_hub.clients.importer import default_config_paths
 from mcp_hub.errors import HubError
+from mcp_hub.plumbing.atomic_files import replace_file
 
 __all__ = ["KEEP_BACKUPS", "Outcome", "Target", "install", "target", "uninstall"]
 
@@ -131,17 +132,15 @@ def _read(path: Path) -> tuple[str | None, str]:
     return text, ""
 
 
-def _exclusive(path: Path, suffix: str, data: bytes, mode: int | None = None) -> Path:
+def _exclusive(path: Path, suffix: str, data: bytes) -> Path:
     """A new file beside ``path`` holding ``data``, under an unpredictable name, created
     with ``O_CREAT|O_EXCL|O_NOFOLLOW`` (a planted name or symlink is never written through)."""
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.mcp-hub-{suffix}",
-                                suffix=".bak" if suffix else ".tmp")
+                                suffix=".bak")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
     except BaseException:
         os.unlink(name)
@@ -158,12 +157,7 @@ def _write(path: Path, text: str, old: bytes | None) -> Path | None:
     """Replace ``path`` with ``text`` atomically, after backing up the ``old`` bytes."""
     backup = _backup(path, old) if old is not None else None
     mode = stat.S_IMODE(os.stat(path).st_mode) if old is not None else None
-    tmp = _exclusive(path.with_name(f".{path.name}"), "", text.encode("utf-8"), mode)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    replace_file(path, text.encode("utf-8"), prefix=f".{path.name}.mcp-hub-", mode=mode)
     if backup is not None:
         _prune_backups(path, keep=backup)
     return backup

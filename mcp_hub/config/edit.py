@@ -15,7 +15,6 @@ reloads within a second, connecting the new server or disconnecting the removed 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from tomlkit.exceptions import TOMLKitError
 
 from mcp_hub.config.model import SERVER_NAME_RE, HubConfig, parse_config
 from mcp_hub.errors import ConfigError
+from mcp_hub.plumbing.atomic_files import replace_file
 
 __all__ = ["Edit", "add_server", "remove_server", "server_entry"]
 
@@ -172,16 +172,5 @@ def _atomic_write(target: Path, text: str, like: Path) -> None:
         mode = like.stat().st_mode & 0o777
     except OSError:
         mode = 0o600
-    folder = target.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    target.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(target, text.encode("utf-8"), prefix=f".{target.name}.", mode=mode)

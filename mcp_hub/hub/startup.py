@@ -18,10 +18,15 @@ them may wait for them, but only by these rules, the same on every transport
   is the prefix itself when ``[hub] dedupe_prefix`` is on; a server with an empty
   prefix could produce any name), until the name appears, those servers' first attempts end, or the
   deadline passes; then it runs (and fails as an unknown tool if still absent).
+
+A request whose wait the deadline cut short logs one line saying so and naming
+the servers still on their first attempt, before it goes on: an operator sees
+why that answer took ``startup_timeout``, and which servers to look at.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -31,6 +36,8 @@ from mcp_hub.registry.naming import sanitize_name
 from mcp_hub.search.exposure import TOOL_CALL
 
 __all__ = ["StartupGate"]
+
+logger = logging.getLogger(__name__)
 
 
 class StartupGate:
@@ -65,8 +72,10 @@ class StartupGate:
         left = self.remaining()
         if left <= 0:
             return
-        with anyio.move_on_after(left):
+        with anyio.move_on_after(left) as waited:
             await self.upstreams.ready_event.wait()
+        if waited.cancelled_caught:
+            self._cut_short("a request")
 
     async def before_call(self, name: str, arguments: dict[str, Any] | None,
                           bridged: bool) -> None:
@@ -109,7 +118,7 @@ class StartupGate:
         candidates = self._candidates(name)
         if not candidates:
             return
-        with anyio.move_on_after(left):
+        with anyio.move_on_after(left) as waited:
             async with anyio.create_task_group() as tg:
 
                 async def first_attempts_done() -> None:
@@ -123,3 +132,12 @@ class StartupGate:
 
                 tg.start_soon(first_attempts_done)
                 tg.start_soon(registered)
+        if waited.cancelled_caught:
+            self._cut_short(f"a call of {name!r}")
+
+    def _cut_short(self, what: str) -> None:
+        """Log that the deadline ended ``what``'s wait, and who had not finished."""
+        still = sorted(conn.name for conn in self.upstreams.connections()
+                       if not conn.first_done.is_set() and conn.config.enabled)
+        logger.info("start-up deadline reached: %s waited for it; still on their first "
+                    "connection attempt: %s", what, ", ".join(still) or "none")

@@ -29,9 +29,7 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -50,6 +48,7 @@ from mcp_hub.pins.diff import (
     fingerprint,
     pinned_view,
 )
+from mcp_hub.plumbing.atomic_files import replace_file
 from mcp_hub.registry.sanitize import tool_findings
 
 __all__ = [
@@ -224,17 +223,7 @@ class PinStore:
 
     def _write(self, state: PinState) -> None:
         pieces = self._dump(state)
-        fd, tmp = tempfile.mkstemp(prefix=".pins-", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.writelines(pieces)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        replace_file(self.path, pieces, prefix=".pins-")
 
     def _load_if_changed(self) -> bool:
         stamp = self._stat()

@@ -1,1 +1,2 @@
-"""Small standard-library helpers with no knowledge of the hub: pipes, batching, debouncing, processes."""
+"""Small standard-library helpers with no knowledge of the hub: pipes, batching, debouncing,
+processes, replacing a file atomically."""

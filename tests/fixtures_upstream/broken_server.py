@@ -3,13 +3,15 @@
 ``BROKEN_MODE=junk``: every line it reads is answered with lines that are not
 JSON-RPC at all. ``BROKEN_MODE=wrong_ids``: every request gets a well-formed
 response, but for another id. Either way ``initialize`` never gets its answer.
-Writes its pid to ``BROKEN_PID_FILE`` (one line per process) when set.
+Writes its pid to ``BROKEN_PID_FILE`` (one line per process) when set. With
+``STAY_AFTER_EOF`` set it does not exit when its input ends: only a signal ends it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 
 
@@ -31,6 +33,8 @@ def main() -> None:
                 wrong = rid + 1000 if isinstance(rid, int) else f"{rid}-wrong"
                 sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": wrong, "result": {}}) + "\n")
         sys.stdout.flush()
+    while os.environ.get("STAY_AFTER_EOF"):
+        signal.pause()
 
 
 if __name__ == "__main__":

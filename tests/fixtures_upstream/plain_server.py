@@ -14,6 +14,7 @@ sends the client (after ``notifications/initialized`` and after every
 ``notifications/roots/list_changed``, when ``PLAIN_ASK_ROOTS`` is set); and
 ``roots_changed`` for every ``notifications/roots/list_changed``. It writes its
 pid to ``PLAIN_PID_FILE`` (one line per process) when set, so a test can check it is gone.
+With ``STAY_AFTER_EOF`` set it does not exit when its input ends: only a signal ends it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import sys
 import time
 from pathlib import Path
@@ -115,6 +117,9 @@ def main() -> None:
         if readable:
             chunk = os.read(0, 65536)
             if not chunk:
+                if os.environ.get("STAY_AFTER_EOF"):
+                    while True:
+                        signal.pause()
                 return
             pending += chunk
             *lines, pending = pending.split(b"\n")
