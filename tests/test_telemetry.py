@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -244,8 +245,11 @@ async def test_relays_are_children_of_the_call_span_and_link_to_it(tmp_path: Pat
 
 
 async def test_unknown_tool_is_an_error_span_and_an_other_label(tmp_path: Path) -> None:
+    # With a prefix, a made-up name belongs to no server (an unprefixed one would be
+    # asked for it: docs/upstreams.md, "Unlisted tools").
+    prefixed = trace_server_toml().replace('prefix = ""\n', 'prefix = "trace"\n')
     with otlp_receiver() as (endpoint, received):
-        config = load_config(write_config(tmp_path, trace_server_toml() + telemetry_toml(endpoint)))
+        config = load_config(write_config(tmp_path, prefixed + telemetry_toml(endpoint)))
         traceparent, trace_id, _ = _traceparent()
         with anyio.fail_after(60):
             async with Hub(config, load_plugin_modules=False) as hub:
@@ -323,10 +327,14 @@ async def test_an_unreachable_collector_is_logged_once_and_bounded(
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "64")
     monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "16")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
-    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    # Bound and never listening: connections are refused for the whole test, and no other
+    # process can take the port meanwhile.
+    reserved = socket.socket()
+    reserved.bind(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{reserved.getsockname()[1]}"
     config = load_config(write_config(tmp_path, trace_server_toml() + telemetry_toml(dead)))
     caplog.set_level(logging.INFO, logger="mcp_hub.telemetry")
-    with anyio.fail_after(90):
+    with reserved, anyio.fail_after(90):
         async with Hub(config, load_plugin_modules=False) as hub:
             await hub.wait_ready(20)
             health = hub.telemetry.providers.health  # type: ignore[union-attr]
