@@ -16,8 +16,10 @@
      ├── OAuthError                  an upstream's OAuth flow or tokens failed
      │    ├── NeedsLogin             the server waits for ``mcp-hub login NAME``
      │    │                          (mcp_hub.upstream.oauth.errors)
-     │    └── ExchangeRefused        a token endpoint refused a token exchange or ID-JAG
-     │                               (mcp_hub.upstream.oauth.exchange)
+     │    ├── ExchangeRefused        a token endpoint refused a token exchange or ID-JAG
+     │    │                          (mcp_hub.upstream.oauth.exchange)
+     │    └── GrantRefused           an authorization server refused a key or JWT-bearer grant
+     │                               (mcp_hub.upstream.oauth.machine)
      ├── PoolFull                    no room for another per-user upstream session
      │                               (mcp_hub.upstream.peruser.pool)
      ├── AuthError                   a downstream caller's credential or sign-in is refused

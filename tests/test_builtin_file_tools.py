@@ -249,7 +249,7 @@ def tree(root: Path) -> Path:
     (root / "src" / "util.py").write_text("def helper():\n    pass\n")
     (root / "README.md").write_text("# Title\nmain entry point\n")
     (root / ".git").mkdir()
-    (root / ".git" / "config/model.py").write_text("def main(): pass\n")
+    (root / ".git" / "config.py").write_text("def main(): pass\n")
     (root / "blob.bin").write_bytes(b"main\x00\x01")
     return root
 

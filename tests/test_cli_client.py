@@ -128,7 +128,7 @@ async def test_without_a_running_hub_they_start_the_servers_and_say_so(tmp_path:
 
 def test_the_client_side_starts_without_the_mcp_sdk() -> None:
     # What makes a call to a running hub quick: asking it imports neither the SDK nor the models.
-    code = ("import sys; from mcp_hub import cli, hub_client; "
+    code = ("import sys; from mcp_hub.cli import hub_client, main; "
             "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', "
             "'mcp_types', 'pydantic'))))")
     out = subprocess.run([PY, "-c", code], cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -67,11 +67,14 @@ def hub_attributes(source: str) -> Iterator[tuple[int, str]]:
 
 
 def serving_members() -> set[str]:
-    """The names :class:`ServingHub` declares (read from its source, as mypy does)."""
+    """The names :class:`ServingHub` declares, methods and attributes (read from its source,
+    as mypy does)."""
     tree = ast.parse(INTERFACE.read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "ServingHub":
-            return {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+            return ({n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+                    | {n.target.id for n in node.body
+                       if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)})
     raise AssertionError("mcp_hub/hub/interface.py defines no ServingHub")
 
 
