@@ -20,6 +20,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric.types import (
+    CertificatePublicKeyTypes,
+    PublicKeyTypes,
+)
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 __all__ = ["CLIENT_METADATA_PATH", "EXCHANGE_GRANTS", "OAuthSettings", "hub_client_metadata_url"]
@@ -89,6 +97,9 @@ class OAuthSettings(BaseModel):
     client_auth: Literal["client_secret_basic", "client_secret_post", "private_key_jwt"] | None = None
     #: PEM private key (RSA, EC or Ed25519) that signs the client assertion.
     private_key_file: str | None = None
+    #: PEM X.509 certificate of ``private_key_file``'s key (Microsoft Entra ID's certificate
+    #: credentials): the client assertion's header then carries its ``x5t#S256`` and ``x5t``.
+    certificate_file: str | None = None
     #: JWS algorithm of the client assertion; unset: from the key (RS256, ES256/384/512, EdDSA).
     signing_algorithm: Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
                                "ES256", "ES384", "ES512", "EdDSA"] | None = None
@@ -218,8 +229,9 @@ def _key_problems(s: OAuthSettings) -> list[str]:
         if s.client_secret:
             problems.append("client_auth 'private_key_jwt' authenticates with a key: "
                             "remove client_secret")
-    elif s.private_key_file or s.signing_algorithm:
-        key = "private_key_file" if s.private_key_file else "signing_algorithm"
+    elif s.private_key_file or s.signing_algorithm or s.certificate_file:
+        key = next(k for k in ("private_key_file", "signing_algorithm", "certificate_file")
+                   if getattr(s, k))
         problems.append(f"{key} needs client_auth 'private_key_jwt'")
     if s.grant == "jwt_bearer":
         if not s.assertion_file:
@@ -229,8 +241,74 @@ def _key_problems(s: OAuthSettings) -> list[str]:
                             "client_auth")
     elif s.assertion_file:
         problems.append("assertion_file needs grant 'jwt_bearer'")
-    for key in ("private_key_file", "assertion_file"):
+    return problems + _file_problems(s)
+
+
+def _file_problems(s: OAuthSettings) -> list[str]:
+    """Each named file is there and readable; the key is a private key the configured
+    algorithm can sign with; the certificate is the key's. Never quotes a file."""
+    problems: list[str] = []
+    texts: dict[str, bytes] = {}
+    for key in ("private_key_file", "certificate_file", "assertion_file", "subject_token_file"):
         path = getattr(s, key)
-        if path and not Path(path).expanduser().is_file():
+        if not path:
+            continue
+        found = Path(path).expanduser()
+        if not found.is_file():
             problems.append(f"{key}: no such file {path}")
+            continue
+        try:
+            texts[key] = found.read_bytes()
+        except OSError as exc:
+            problems.append(f"{key}: {path} cannot be read ({exc.strerror or type(exc).__name__})")
+            continue
+        if not texts[key].strip():
+            problems.append(f"{key}: {path} is empty")
+    if "private_key_file" in texts and texts["private_key_file"].strip():
+        problems += _key_file_problems(s, texts["private_key_file"], texts.get("certificate_file"))
     return problems
+
+
+def _key_file_problems(s: OAuthSettings, pem: bytes, cert_pem: bytes | None) -> list[str]:
+    """The key parses as an unencrypted PEM private key that ``signing_algorithm`` fits, and
+    ``certificate_file`` (if any) certifies its public key."""
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return [f"private_key_file: {s.private_key_file} is not an unencrypted PEM private key"]
+    kind, algorithms = _key_algorithms(key)
+    problems: list[str] = []
+    if not algorithms:
+        problems.append(f"private_key_file: {kind} key cannot sign a client assertion; use "
+                        "an RSA, EC (P-256, P-384, P-521) or Ed25519 key")
+    elif s.signing_algorithm and s.signing_algorithm not in algorithms:
+        problems.append(f"private_key_file: {kind} key cannot sign signing_algorithm "
+                        f"{s.signing_algorithm!r} (it signs {', '.join(algorithms)})")
+    if cert_pem is not None and cert_pem.strip():
+        try:
+            cert = x509.load_pem_x509_certificate(cert_pem)
+        except ValueError:
+            return [*problems, f"certificate_file: {s.certificate_file} is not a PEM certificate"]
+        if _public_der(cert.public_key()) != _public_der(key.public_key()):
+            problems.append(f"certificate_file: {s.certificate_file} does not certify the key in "
+                            f"private_key_file {s.private_key_file}")
+    return problems
+
+
+def _key_algorithms(key: object) -> tuple[str, tuple[str, ...]]:
+    """A key's kind in words (with its article) and the JWS algorithms it can sign."""
+    if isinstance(key, rsa.RSAPrivateKey):
+        return "an RSA", ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        curves = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
+        found = curves.get(key.curve.name)
+        return f"an EC {key.curve.name}", (found,) if found else ()
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return "an Ed25519", ("EdDSA",)
+    return f"a {type(key).__name__}", ()
+
+
+def _public_der(key: PublicKeyTypes | CertificatePublicKeyTypes) -> bytes:
+    """A public key's SubjectPublicKeyInfo DER, to compare two keys."""
+    return key.public_bytes(serialization.Encoding.DER,
+                            serialization.PublicFormat.SubjectPublicKeyInfo)

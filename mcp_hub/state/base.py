@@ -54,8 +54,9 @@ class StateBackend(abc.ABC):
         """Store ``value`` under ``key``, forgotten after ``ttl`` seconds if given."""
 
     @abc.abstractmethod
-    async def put_if_absent(self, key: str, value: bytes, ttl: float) -> bool:
-        """Store ``value`` (forgotten after ``ttl`` s) only if ``key`` has none: True if stored.
+    async def put_if_absent(self, key: str, value: bytes, ttl: float | None) -> bool:
+        """Store ``value`` (forgotten after ``ttl`` s; None: kept) only if ``key`` has none:
+        True if stored.
 
         Atomic across every process sharing the store: of two replicas racing for
         the same key, exactly one gets True (single-use tickets rely on it)."""

@@ -40,7 +40,7 @@ class EmbeddedState(StateBackend):
     async def put(self, key: str, value: bytes, ttl: float | None = None) -> None:
         self._values[key] = (value, None if ttl is None else time.monotonic() + ttl)
 
-    async def put_if_absent(self, key: str, value: bytes, ttl: float) -> bool:
+    async def put_if_absent(self, key: str, value: bytes, ttl: float | None) -> bool:
         if await self.get(key) is not None:
             return False
         await self.put(key, value, ttl)

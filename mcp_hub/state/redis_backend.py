@@ -168,10 +168,10 @@ class RedisState(StateBackend):
             self._failed(exc)
         self._ok()
 
-    async def put_if_absent(self, key: str, value: bytes, ttl: float) -> bool:
+    async def put_if_absent(self, key: str, value: bytes, ttl: float | None) -> bool:
         try:
             stored = await self.client.set(self.key(key), value, nx=True,
-                                           px=max(1, int(ttl * 1000)))
+                                           px=None if ttl is None else max(1, int(ttl * 1000)))
         except (RedisError, OSError) as exc:
             self._failed(exc)
         self._ok()

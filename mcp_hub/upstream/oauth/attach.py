@@ -9,6 +9,10 @@ token record every :data:`LOGOUT_POLL_SECONDS` (one small file read, or one Redi
 ``GET`` with ``[state] url``, so every replica sees the same record); when tokens
 it had seen are gone it ends the session: the server shows ``needs_login`` and no
 call goes out with the old token. A store that cannot be reached is not a logout.
+
+A ``jwt_bearer`` server parked after a refused grant also watches its
+``assertion_file`` (one ``stat`` per :data:`LOGIN_POLL_SECONDS`): once the platform
+has rotated it, the grant is tried once more; an unchanged file is never sent again.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from mcp_hub.upstream.oauth.tokens import (
 )
 from mcp_hub.upstream.status import UpstreamStatus
 
-__all__ = ["DEFAULT_REDIRECT", "LOGOUT_POLL_SECONDS", "hub_auth", "login_wanted",
+__all__ = ["DEFAULT_REDIRECT", "LOGOUT_POLL_SECONDS", "file_signature", "hub_auth", "login_wanted",
            "oauth_status", "token_store", "token_store_status", "wait_for_login",
            "watch_logout"]
 
@@ -105,8 +109,12 @@ def hub_auth(name: str, config: ServerConfig, on_needs_login: Callable[[str], No
 
 
 async def wait_for_login(name: str, config: ServerConfig, wake: anyio.Event) -> None:
-    """Return once tokens for ``name`` are stored (a login elsewhere) or ``wake`` is set."""
+    """Return once tokens for ``name`` are stored (a login elsewhere), ``wake`` is set, or
+    (``jwt_bearer``) the platform has rotated ``assertion_file`` since the wait began: the
+    refused grant is then tried once with the new assertion."""
     store = token_store(name, config)
+    assertion = config.oauth.assertion_file if config.oauth.grant == "jwt_bearer" else None
+    seen = file_signature(assertion)
     while not wake.is_set():
         try:
             if await store.has_tokens():
@@ -115,8 +123,23 @@ async def wait_for_login(name: str, config: ServerConfig, wake: anyio.Event) -> 
             # Connecting again shows the store's error (reconnecting, with backoff).
             logger.warning("upstream %s: %s", name, exc)
             return
+        if assertion is not None and file_signature(assertion) != seen:
+            logger.info("upstream %s: assertion_file changed; asking for a token again", name)
+            return
         with anyio.move_on_after(LOGIN_POLL_SECONDS):
             await wake.wait()
+
+
+def file_signature(path: str | None) -> tuple[int, int, int] | None:
+    """What tells a rewritten file apart (inode, size, modification time in ns); None
+    without a path or a file. Platforms rotate by rename, which changes the inode."""
+    if path is None:
+        return None
+    try:
+        found = os.stat(os.path.expanduser(path))
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
 
 
 async def watch_logout(store: TokenStore, on_gone: Callable[[], None],

@@ -109,13 +109,13 @@ class DpopSigner:
 
     async def key(self, *, fresh: bool = False) -> DpopKey:
         """The upstream's key: the stored one (read again with ``fresh``), or a new one
-        stored now. Replicas that make one at the same moment end up with whichever
-        was stored last: each token request reads the stored key again, so a replica
-        that lost the race adopts it with its next token."""
+        stored now if none is. The new one is stored only if still absent (atomic in the
+        state store), then read back: of replicas making one at the same moment, every
+        one uses the key that was stored first, from its first proof on."""
         if self._key is None or fresh:
             pem = await self.store.get_dpop_key()
             if pem is None:
-                await self.store.set_dpop_key(DpopKey.generate().pem())
+                await self.store.add_dpop_key(DpopKey.generate().pem())
                 pem = await self.store.get_dpop_key()
                 if pem is None:
                     raise OAuthError("the DPoP key could not be stored")

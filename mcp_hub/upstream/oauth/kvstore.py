@@ -1,7 +1,7 @@
 """Where encrypted OAuth records live: a small key-value interface and its file backend.
 
-:class:`StateStore` is all the token store needs from a state backend: get, put
-and delete of opaque bytes by key. :class:`FileStateStore` is the embedded
+:class:`StateStore` is all the token store needs from a state backend: get, put,
+put-if-absent and delete of opaque bytes by key. :class:`FileStateStore` is the embedded
 backend (one 0600 file per key under ``<state dir>/oauth/``); a shared backend
 such as Redis implements the same three methods so every replica sees the same
 tokens.
@@ -26,6 +26,11 @@ class StateStore(Protocol):
     async def get(self, key: str) -> bytes | None: ...
 
     async def put(self, key: str, value: bytes) -> None: ...
+
+    async def put_if_absent(self, key: str, value: bytes) -> bool:
+        """Store ``value`` only if ``key`` has none, atomically across every process
+        sharing the store: True if this call stored it."""
+        ...
 
     async def delete(self, key: str) -> bool: ...
 
@@ -53,17 +58,29 @@ class FileStateStore:
     async def put(self, key: str, value: bytes) -> None:
         await anyio.to_thread.run_sync(self._write, self._path(key), value)
 
-    def _write(self, path: Path, value: bytes) -> None:
+    async def put_if_absent(self, key: str, value: bytes) -> bool:
+        return await anyio.to_thread.run_sync(self._write, self._path(key), value, True)
+
+    def _write(self, path: Path, value: bytes, only_new: bool = False) -> bool:
+        """Write ``value`` complete under a temporary name, then give it ``path``: by
+        rename (replacing), or with ``only_new`` by hard link, which fails if ``path``
+        exists (so of two writers exactly one stores its value)."""
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:  # mkstemp creates it 0600
                 fh.write(value)
-            os.replace(tmp, path)
-        except BaseException:
+            if not only_new:
+                os.replace(tmp, path)
+                return True
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            return True
+        finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-            raise
 
     async def delete(self, key: str) -> bool:
         try:

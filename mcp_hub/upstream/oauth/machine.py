@@ -4,7 +4,10 @@
   ``PrivateKeyJWTOAuthProvider`` (RFC 7523 §2.2); the client assertion is signed
   with ``private_key_file`` for the authorization server's issuer (``aud``) and
   lives five minutes. The key file is read for each assertion, so a replaced key
-  is used at the next token request.
+  is used at the next token request. With ``certificate_file`` (the key's X.509
+  certificate, as Microsoft Entra ID registers certificate credentials) the
+  assertion's header names the certificate by its ``x5t#S256`` and ``x5t``
+  thumbprints; the certificate is read with the key.
 - ``jwt_bearer`` (RFC 7523 §2.1, workload identity federation): the JWT in
   ``assertion_file`` *is* the grant. Platforms rotate that file (a Kubernetes
   projected service-account token, a cloud's federated token), so it is read
@@ -16,16 +19,26 @@ authorization server refuses (``invalid_grant``, ``invalid_scope``,
 ``unauthorized_client``, …) is not repeated: the error, with the server's
 ``error`` code, ends the connection attempt (:class:`GrantRefused`), and the
 server waits in ``needs_login`` until the configuration is reloaded, not in a
-reconnect loop against the token endpoint. Key and assertion contents are
+reconnect loop against the token endpoint. With ``jwt_bearer``, a rotated
+``assertion_file`` (its inode, size or modification time changed, looked at once
+per login poll, :func:`~mcp_hub.upstream.oauth.attach.wait_for_login`) also ends
+the wait: the grant is tried once with the new assertion, and a refusal parks the
+server again until the next change. Key and assertion contents are
 registered with :mod:`mcp_hub.redact` as they are read.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
+import jwt
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from mcp.client.auth import OAuthFlowError
@@ -42,8 +55,11 @@ from mcp_hub.upstream.oauth.errors import OAuthError
 from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, _HubFlow
 from mcp_hub.upstream.oauth.tokens import TokenStore
 
-__all__ = ["GrantRefused", "HubJwtBearerProvider", "HubPrivateKeyJWTProvider", "machine_auth",
-           "read_secret_file", "signing_algorithm"]
+__all__ = ["ASSERTION_SECONDS", "GrantRefused", "HubJwtBearerProvider", "HubPrivateKeyJWTProvider",
+           "certificate_thumbprints", "machine_auth", "read_secret_file", "signing_algorithm"]
+
+#: Lifetime of a client assertion the hub signs (the SDK's default too).
+ASSERTION_SECONDS = 300
 
 #: Called with the reason when a refused grant parks the server (the running hub).
 OnRefused = Callable[[str], None] | None
@@ -65,6 +81,25 @@ def read_secret_file(path: str, what: str) -> str:
         raise OAuthError(f"{what} {path} is empty")
     add_secrets([text, *(line for line in text.splitlines() if len(line) >= 16)])
     return text
+
+
+def certificate_thumbprints(path: str) -> dict[str, str]:
+    """The ``x5t#S256`` and ``x5t`` JWS header parameters (RFC 7515 §4.1.8, §4.1.7) of the
+    PEM certificate in ``path``: base64url SHA-256 and SHA-1 of its DER encoding."""
+    try:
+        cert = x509.load_pem_x509_certificate(Path(path).expanduser().read_bytes())
+    except OSError as exc:
+        raise OAuthError(f"certificate_file {path} cannot be read: {exc.strerror or exc}"
+                         ) from None
+    except ValueError:
+        raise OAuthError(f"certificate_file {path} is not a PEM certificate") from None
+    der = cert.public_bytes(serialization.Encoding.DER)
+    return {"x5t#S256": _b64(hashlib.sha256(der).digest()),
+            "x5t": _b64(hashlib.sha1(der, usedforsecurity=False).digest())}
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 def signing_algorithm(pem: str, configured: str | None) -> str:
@@ -118,10 +153,18 @@ class HubPrivateKeyJWTProvider(_HubFlow, PrivateKeyJWTOAuthProvider):
         """A fresh client assertion for ``audience`` (the authorization server's issuer)."""
         assert self.settings.private_key_file and self.settings.client_id
         pem = read_secret_file(self.settings.private_key_file, "private_key_file")
-        params = SignedJWTParameters(
-            issuer=self.settings.client_id, subject=self.settings.client_id, signing_key=pem,
-            signing_algorithm=signing_algorithm(pem, self.settings.signing_algorithm))
-        return await params.create_assertion_provider()(audience)
+        algorithm = signing_algorithm(pem, self.settings.signing_algorithm)
+        if not self.settings.certificate_file:
+            params = SignedJWTParameters(
+                issuer=self.settings.client_id, subject=self.settings.client_id, signing_key=pem,
+                signing_algorithm=algorithm)
+            return await params.create_assertion_provider()(audience)
+        now = int(time.time())
+        claims = {"iss": self.settings.client_id, "sub": self.settings.client_id,
+                  "aud": audience, "iat": now, "exp": now + ASSERTION_SECONDS,
+                  "jti": str(uuid.uuid4())}
+        headers = certificate_thumbprints(self.settings.certificate_file)
+        return jwt.encode(claims, pem, algorithm=algorithm, headers=headers)
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         await _refused(self, response)

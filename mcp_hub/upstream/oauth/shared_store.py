@@ -68,6 +68,12 @@ class RedisTokenBackend:
         except StateUnavailable as exc:
             self._failed(exc)
 
+    async def put_if_absent(self, key: str, value: bytes) -> bool:
+        try:
+            return await self._state().put_if_absent(key, value, None)
+        except StateUnavailable as exc:
+            self._failed(exc)
+
     async def delete(self, key: str) -> bool:
         state = self._state()
         try:

@@ -198,6 +198,12 @@ class TokenStore:
     async def set_dpop_key(self, pem: str) -> None:
         await self._save(f"{self._base}/dpop", {"pem": pem})
 
+    async def add_dpop_key(self, pem: str) -> bool:
+        """Store ``pem`` as the DPoP key only if none is stored (atomic in the shared store:
+        of replicas racing, one stores its key): True if this one was stored."""
+        return await self.backend.put_if_absent(
+            f"{self._base}/dpop", self.box.seal(json.dumps({"pem": pem}).encode()))
+
     async def get_pending_scope(self) -> str | None:
         data = await self._load(f"{self._user}/pending")
         return None if data is None else data.get("scope")
