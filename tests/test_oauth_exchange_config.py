@@ -65,12 +65,14 @@ def test_check_names_what_an_exchange_grant_lacks(tmp_path: Path, oauth: str, ex
     assert missing in result.stderr, result.stderr
 
 
-def test_complete_exchange_grants_load() -> None:
+def test_complete_exchange_grants_load(tmp_path: Path) -> None:
     caller = OAuthSettings(grant="token_exchange", subject="caller", client_id="c",
                            token_endpoint="https://as.test/token")
     assert caller.per_caller
     assert caller.subject_type == "urn:ietf:params:oauth:token-type:access_token"
-    jag = OAuthSettings(grant="id_jag", subject_token_file="/t", client_id="c",
+    subject = tmp_path / "id-token"
+    subject.write_text("an-id-token\n")
+    jag = OAuthSettings(grant="id_jag", subject_token_file=str(subject), client_id="c",
                         client_secret="s", issuer="https://as.test",
                         idp_token_endpoint="https://idp.test/token", idp_client_id="i")
     assert not jag.per_caller
