@@ -101,6 +101,9 @@ PKJ = f'grant = "client_credentials"\nclient_id = "{CLIENT_ID}"\nclient_auth = "
      "certificate_file: no such file"),
     ('client_id = "c"\nclient_secret = "s"\ncertificate_file = "CERT"\n',
      "certificate_file needs client_auth 'private_key_jwt'"),
+    ('grant = "jwt_bearer"\nassertion_file = "KEY"\ncertificate_file = "CERT"\n',
+     "grant 'jwt_bearer' sends the workload's JWT as it is (the hub signs nothing): "
+     "remove certificate_file"),
 ])
 def test_check_and_start_up_name_an_unusable_key_grant_file(
         tmp_path: Path, oauth: str, named: str) -> None:

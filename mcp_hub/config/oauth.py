@@ -11,7 +11,10 @@ Machine grants need no person: ``client_credentials`` (with a client secret or,
 ``client_auth = "private_key_jwt"``, a signed JWT made with ``private_key_file``,
 RFC 7523 §2.2) and ``jwt_bearer`` (the workload's own JWT from ``assertion_file``,
 RFC 7523 §2.1, re-read before each token request). ``dpop = true`` binds every
-token to a key the hub keeps per upstream (RFC 9449).
+token to a key the hub keeps per upstream (RFC 9449). Every file these settings
+name (key, ``certificate_file``, assertion, subject token) is checked when the
+config loads, so ``mcp-hub check`` and start-up name an unusable one (the path and
+the problem, never the contents) instead of a connect error later.
 This module imports nothing of the project so :mod:`mcp_hub.config.model` can import it.
 """
 
@@ -232,7 +235,11 @@ def _key_problems(s: OAuthSettings) -> list[str]:
     elif s.private_key_file or s.signing_algorithm or s.certificate_file:
         key = next(k for k in ("private_key_file", "signing_algorithm", "certificate_file")
                    if getattr(s, k))
-        problems.append(f"{key} needs client_auth 'private_key_jwt'")
+        if s.grant == "jwt_bearer":
+            problems.append(f"grant 'jwt_bearer' sends the workload's JWT as it is (the hub "
+                            f"signs nothing): remove {key}")
+        else:
+            problems.append(f"{key} needs client_auth 'private_key_jwt'")
     if s.grant == "jwt_bearer":
         if not s.assertion_file:
             problems.append("grant 'jwt_bearer' needs assertion_file (the workload's JWT)")
