@@ -31,7 +31,7 @@ from mcp_hub.config.oauth import EXCHANGE_GRANTS
 from mcp_hub.state import StateUnavailable
 from mcp_hub.upstream.oauth.exchange import ExchangeAuth, file_subject
 from mcp_hub.upstream.oauth.kvstore import StateStore
-from mcp_hub.upstream.oauth.machine import machine_auth
+from mcp_hub.upstream.oauth.machine import assertion_sent, file_signature, machine_auth
 from mcp_hub.upstream.oauth.provider import HubOAuthProvider, _HubFlow
 from mcp_hub.upstream.oauth.secretbox import SecretBox
 from mcp_hub.upstream.oauth.tokens import (
@@ -43,7 +43,7 @@ from mcp_hub.upstream.oauth.tokens import (
 )
 from mcp_hub.upstream.status import UpstreamStatus
 
-__all__ = ["DEFAULT_REDIRECT", "LOGOUT_POLL_SECONDS", "file_signature", "hub_auth", "login_wanted",
+__all__ = ["DEFAULT_REDIRECT", "LOGOUT_POLL_SECONDS", "hub_auth", "login_wanted",
            "oauth_status", "token_store", "token_store_status", "wait_for_login",
            "watch_logout"]
 
@@ -114,7 +114,7 @@ async def wait_for_login(name: str, config: ServerConfig, wake: anyio.Event) -> 
     refused grant is then tried once with the new assertion."""
     store = token_store(name, config)
     assertion = config.oauth.assertion_file if config.oauth.grant == "jwt_bearer" else None
-    seen = file_signature(assertion)
+    seen = assertion_sent(assertion) if assertion is not None else None
     while not wake.is_set():
         try:
             if await store.has_tokens():
@@ -128,18 +128,6 @@ async def wait_for_login(name: str, config: ServerConfig, wake: anyio.Event) -> 
             return
         with anyio.move_on_after(LOGIN_POLL_SECONDS):
             await wake.wait()
-
-
-def file_signature(path: str | None) -> tuple[int, int, int] | None:
-    """What tells a rewritten file apart (inode, size, modification time in ns); None
-    without a path or a file. Platforms rotate by rename, which changes the inode."""
-    if path is None:
-        return None
-    try:
-        found = os.stat(os.path.expanduser(path))
-    except OSError:
-        return None
-    return found.st_ino, found.st_size, found.st_mtime_ns
 
 
 async def watch_logout(store: TokenStore, on_gone: Callable[[], None],

@@ -77,10 +77,23 @@ class FileStateStore:
                 os.link(tmp, path)
             except FileExistsError:
                 return False
+            except OSError:  # a file system without hard links: exclusive create instead
+                return self._create(path, value)
             return True
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+    @staticmethod
+    def _create(path: Path, value: bytes) -> bool:
+        """``value`` in a new ``path`` (0600), False if it exists."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(value)
+        return True
 
     async def delete(self, key: str) -> bool:
         try:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -56,7 +57,8 @@ from mcp_hub.upstream.oauth.provider import HubClientCredentialsProvider, _HubFl
 from mcp_hub.upstream.oauth.tokens import TokenStore
 
 __all__ = ["ASSERTION_SECONDS", "GrantRefused", "HubJwtBearerProvider", "HubPrivateKeyJWTProvider",
-           "certificate_thumbprints", "machine_auth", "read_secret_file", "signing_algorithm"]
+           "assertion_sent", "certificate_thumbprints", "file_signature", "machine_auth",
+           "read_secret_file", "signing_algorithm"]
 
 #: Lifetime of a client assertion the hub signs (the SDK's default too).
 ASSERTION_SECONDS = 300
@@ -69,6 +71,28 @@ _EC_ALGORITHMS = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES51
 
 class GrantRefused(OAuthError):
     """The authorization server refused the grant; the hub does not ask again by itself."""
+
+
+#: The signature of each assertion file when it was last read for a token request.
+_SENT: dict[str, tuple[int, int, int] | None] = {}
+
+
+def file_signature(path: str | None) -> tuple[int, int, int] | None:
+    """What tells a rewritten file apart (inode, size, modification time in ns); None
+    without a path or a file. Platforms rotate by rename, which changes the inode."""
+    if path is None:
+        return None
+    try:
+        found = os.stat(os.path.expanduser(path))
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def assertion_sent(path: str) -> tuple[int, int, int] | None:
+    """The signature of ``path`` when its assertion was last sent (now, if never): a
+    rotation after that read, even one before the refusal came back, is a change."""
+    return _SENT[path] if path in _SENT else file_signature(path)
 
 
 def read_secret_file(path: str, what: str) -> str:
@@ -203,6 +227,7 @@ class HubJwtBearerProvider(_HubFlow):
             # The workload's JWT goes only to the authorization server named in the config.
             raise OAuthFlowError(f"no authorization server metadata for the configured issuer "
                                  f"{issuer}")
+        _SENT[self.settings.assertion_file] = file_signature(self.settings.assertion_file)
         data: dict[str, str] = {
             "grant_type": JWT_BEARER_GRANT_TYPE,
             "assertion": read_secret_file(self.settings.assertion_file, "assertion_file"),
