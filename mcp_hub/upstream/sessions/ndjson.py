@@ -206,6 +206,8 @@ def ndjson_listen_hook(server: str, limit: int) -> Callable[[httpx2.Response], A
     async def hook(response: httpx2.Response) -> None:
         if response.status_code != 200 or response.request.method != "POST":
             return
+        if response.is_stream_consumed:  # read already (not off the network): nothing streams
+            return
         if not response.headers.get("content-type", "").lower().startswith("application/json"):
             return
         listen_id = _listen_id(response.request)
