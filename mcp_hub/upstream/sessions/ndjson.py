@@ -56,11 +56,15 @@ class _Splitter:
         self.buffer = bytearray()
 
     def feed(self, chunk: bytes) -> list[bytes | _Oversized]:
-        """The whole lines ``chunk`` completes; an :class:`_Oversized` ends the list."""
+        """The whole lines ``chunk`` completes; an :class:`_Oversized` ends the list.
+
+        Only the new bytes are searched for a newline (what is held has none), so a
+        long line arriving in small pieces costs time linear in its size."""
+        held = len(self.buffer)
         self.buffer += chunk
         lines: list[bytes | _Oversized] = []
         start = 0
-        while (nl := self.buffer.find(b"\n", start)) >= 0:
+        while (nl := self.buffer.find(b"\n", max(start, held))) >= 0:
             if nl - start > self.limit:
                 return [*lines, _Oversized(nl - start)]
             lines.append(bytes(self.buffer[start:nl]))
@@ -224,7 +228,7 @@ def ndjson_listen_hook(server: str, limit: int) -> Callable[[httpx2.Response], A
         parts: AsyncIterator[bytes]
         if ended:  # one JSON document, as the SDK reads it
             parts = _events([reader.splitter.rest()])
-        elif isinstance(first[-1], _Oversized) or _json_line(_last_text(first)) is not None:
+        elif isinstance(first[-1], _Oversized) or _json_line(_first_text(first)) is not None:
             response.headers["content-type"] = "text/event-stream"
             parts = reader.stream(first, chunks)
         else:  # the first line is not JSON by itself: one (pretty-printed) document
@@ -235,8 +239,8 @@ def ndjson_listen_hook(server: str, limit: int) -> Callable[[httpx2.Response], A
     return hook
 
 
-def _last_text(lines: list[bytes | _Oversized]) -> bytes:
-    """The first line that is not blank (the one :func:`_first_lines` stopped at)."""
+def _first_text(lines: list[bytes | _Oversized]) -> bytes:
+    """The first line that is not blank, stripped (:func:`_first_lines` stopped at it)."""
     for line in lines:
         if isinstance(line, bytes) and line.strip():
             return line.strip()
