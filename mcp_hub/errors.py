@@ -116,8 +116,13 @@ class UnknownToolError(MCPError):
         self.suggestions: list[str] = list(suggestions)
         message = f"Unknown tool: {name}"
         if self.suggestions:
-            message += f" Did you mean: {', '.join(self.suggestions)}?"
+            message += " " + did_you_mean(self.suggestions)
         super().__init__(INVALID_PARAMS, message)
+
+
+def did_you_mean(suggestions: Sequence[str]) -> str:
+    """The hub's suggestion of close tool names, as its "Unknown tool" error words it."""
+    return f"Did you mean: {', '.join(suggestions)}?"
 
 
 def resource_not_found(uri: str) -> MCPError:

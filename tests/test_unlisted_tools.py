@@ -83,3 +83,29 @@ async def test_the_servers_own_error_for_an_unlisted_name_reaches_the_client_as_
     answer = await _call(write_config(tmp_path, asking_toml() + 'prefix = ""\n'), "hidden")
     assert isinstance(answer, MCPError)
     assert answer.error.code == types.INVALID_PARAMS
+
+
+async def test_the_servers_unknown_tool_result_gains_the_hubs_suggestion(tmp_path: Path) -> None:
+    """An ``isError`` "Unknown tool" result keeps the server's text and gains the hub's
+    "Did you mean"; a name the server does serve is answered as the server answered it,
+    though the hub would have a suggestion for it too."""
+    serving = 'prefix = ""\nenv = { TINY_SERVES = "echo2" }\n'
+    config = write_config(tmp_path, _tiny("tiny", serving))
+    with anyio.fail_after(60):
+        async with stdio_hub(config) as session:
+            unknown = await session.call_tool("ech", {"text": "hi"})
+            served = await session.call_tool("echo2", {"text": "hi"})
+    texts = [b.text for b in unknown.content if isinstance(b, types.TextContent)]
+    assert unknown.is_error
+    assert texts[0] == "Unknown tool: ech"
+    assert len(texts) == 2 and texts[1].startswith("Did you mean: echo")
+    assert (served.is_error, served.content) == (False, [types.TextContent(text="hi")])
+
+
+async def test_the_servers_unknown_tool_error_gains_the_hubs_suggestion(tmp_path: Path) -> None:
+    """A JSON-RPC "Unknown tool" error keeps its code and message, with the hub's
+    "Did you mean" after it."""
+    answer = await _call(write_config(tmp_path, asking_toml() + 'prefix = ""\n'), "sampl")
+    assert isinstance(answer, MCPError)
+    assert answer.error.code == types.INVALID_PARAMS
+    assert answer.error.message.startswith("Unknown tool: sampl Did you mean: sample")

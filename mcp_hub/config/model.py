@@ -237,7 +237,8 @@ class ServerConfig(_Model):
     #: The era spoken to this upstream: handshake (2025), discovery (2026), or discover-then-fall-back.
     protocol: Literal["auto", "2025", "2026"] = "2025"
     max_call_seconds: float = Field(default=600.0, gt=0)
-    #: Largest single message accepted from a stdio server; a bigger answer fails its request.
+    #: Largest single message accepted from a stdio server (a bigger answer fails its request),
+    #: and largest line of an HTTP listen stream written as newline-delimited JSON.
     max_message_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     pin_policy: Literal["warn", "block", "off"] | None = None
     #: ``"oauth"``: authenticate with OAuth (see docs/upstreams.md); http/sse servers only.

@@ -683,7 +683,7 @@ class Hub(ServingMixin, SkillServingMixin):
         except UnknownToolError as exc:
             status = "unknown"
             unlisted = None if rewrites is not None else await self._unlisted_call(
-                name, arguments or {}, call, caller)
+                name, arguments or {}, call, caller, exc.suggestions)
             if unlisted is not None:
                 result = unlisted
                 status = "error" if unlisted.is_error else "ok"
@@ -712,10 +712,12 @@ class Hub(ServingMixin, SkillServingMixin):
                                 upstream_tool=upstream)
 
     async def _unlisted_call(self, name: str, arguments: dict[str, Any], call: CallContext,
-                             caller: Caller) -> types.CallToolResult | None:
+                             caller: Caller, suggestions: list[str]
+                             ) -> types.CallToolResult | None:
         """A call of a tool nobody lists, passed to the server that would own the name
         (docs/upstreams.md, "Unlisted tools"); None when no server does, or the caller's
-        access rules do not reach that name on that server."""
+        access rules do not reach that name on that server. ``suggestions`` (the caller's
+        close names) are added to the server's own "unknown tool" answer."""
         conn = self.upstreams.unlisted_owner(name)
         if conn is None:
             return None
@@ -728,7 +730,8 @@ class Hub(ServingMixin, SkillServingMixin):
 
         return await handle_unlisted_call(
             name, arguments, run, registry=self.registry, hooks=self.hooks,
-            max_result_size_chars=self.config.hub.max_result_size_chars, call=call)
+            max_result_size_chars=self.config.hub.max_result_size_chars,
+            suggestions=suggestions, call=call)
 
     def _upstream_name(self, entry: Any) -> str | None:
         """The upstream's own name of an upstream tool (it differs when a rewrite renamed it)."""

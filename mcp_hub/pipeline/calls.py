@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 from jsonschema.validators import validator_for
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 
-from mcp_hub.errors import UnknownToolError
+from mcp_hub.errors import UnknownToolError, did_you_mean
 from mcp_hub.pipeline.coerce import coerce_tool_args
 from mcp_hub.pipeline.hooks import HookManager, HookStatus
 from mcp_hub.pipeline.quick_schema import quick_check
@@ -46,6 +48,7 @@ __all__ = [
     "cap_result",
     "handle_function_call",
     "handle_unlisted_call",
+    "says_unknown_tool",
     "unknown_tool",
     "validate_args",
 ]
@@ -298,17 +301,47 @@ def _hook_span(context: dict[str, Any], hook: str) -> AbstractContextManager[Any
 async def handle_unlisted_call(
     name: str, args: dict[str, Any], run: Callable[[dict[str, Any]], Awaitable[CallToolResult]],
     *, registry: ToolRegistry, hooks: HookManager | None, max_result_size_chars: int,
-    **context: Any,
+    suggestions: Sequence[str] = (), **context: Any,
 ) -> CallToolResult:
     """A call of a tool the registry does not list, which ``run`` passes to its server
     (the hub decides when: docs/upstreams.md, "Unlisted tools"). Hooks and the size cap
-    apply as to any call; there is no schema to coerce or validate against."""
+    apply as to any call; there is no schema to coerce or validate against.
+
+    When the server answers that it has no such tool (an error result or a JSON-RPC
+    error saying so), the hub's own ``suggestions`` of close names are added to its
+    answer, which is otherwise kept as sent; any other answer is left alone."""
     if not isinstance(args, dict):
         return _error_result(
             f"Invalid arguments for tool {name}: arguments must be a JSON object, "
             f"not {type(args).__name__}")
-    result = await _dispatch_with_hooks(registry, hooks, name, args, context, run=run)
-    return cap_result(result, max_result_size_chars)
+    try:
+        result = await _dispatch_with_hooks(registry, hooks, name, args, context, run=run)
+    except MCPError as exc:
+        if suggestions and says_unknown_tool(exc.error.message):
+            raise MCPError(exc.error.code, f"{exc.error.message} {did_you_mean(suggestions)}",
+                           exc.error.data) from exc
+        raise
+    result = cap_result(result, max_result_size_chars)
+    if suggestions and result.is_error and says_unknown_tool(_text_of(result)):
+        extra = TextContent(text=did_you_mean(suggestions))
+        result = result.model_copy(update={"content": [*result.content, extra]})
+    return result
+
+
+#: How servers say they have no tool of that name ("Unknown tool: x", "Tool x not found").
+_UNKNOWN_TOOL = re.compile(
+    r"\b(?:unknown|no such|unrecognized|undefined) tool\b"
+    r"|\btool\b[^\n]{0,200}?\b(?:not found|does not exist|doesn't exist|is not known)\b",
+    re.IGNORECASE)
+
+
+def says_unknown_tool(text: str) -> bool:
+    """Whether a server's error text says it has no such tool."""
+    return _UNKNOWN_TOOL.search(text[:2000]) is not None
+
+
+def _text_of(result: CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
 
 
 async def _dispatch_with_hooks(

@@ -51,6 +51,7 @@ from mcp_hub.registry.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth, watch_logout
 from mcp_hub.upstream.oauth.errors import login_hint
+from mcp_hub.upstream.sessions.ndjson import ndjson_listen_hook
 from mcp_hub.upstream.stdio import prespawn
 from mcp_hub.upstream.stdio.prespawn import INHERITED_ENV_VARS, AdoptEarly
 from mcp_hub.upstream.stdio.reader import StdoutReadStream, plain_response
@@ -140,7 +141,7 @@ async def open_transport(
             yield streams
         return
     auth = _oauth(name, config, probe, on_eof) if config.auth == "oauth" else None
-    async with _http_streams(config, probe, auth) as (read, write):
+    async with _http_streams(name, config, probe, auth) as (read, write):
         yield _AnswerMalformedResponses(name, read), write
 
 
@@ -168,7 +169,7 @@ UPSTREAM_HTTP_LIMITS = httpx2.Limits(max_connections=1024, max_keepalive_connect
 
 
 @asynccontextmanager
-async def _http_streams(config: ServerConfig, probe: TransportProbe,
+async def _http_streams(name: str, config: ServerConfig, probe: TransportProbe,
                         auth: httpx2.Auth | None = None) -> AsyncIterator[tuple[Any, Any]]:
     assert config.url is not None
     async with AsyncExitStack() as stack:
@@ -176,6 +177,8 @@ async def _http_streams(config: ServerConfig, probe: TransportProbe,
         hooks: dict[str, list[Any]] = {"response": [probe.on_response],
                                        "request": [inject_trace_headers]}
         if config.transport == "http":
+            # A listen stream written as newline-delimited JSON is read line by line.
+            hooks["response"].append(ndjson_listen_hook(name, config.max_message_bytes))
             client = httpx2.AsyncClient(
                 headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks,
                 auth=auth,

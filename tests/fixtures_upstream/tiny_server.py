@@ -2,6 +2,9 @@
 
 It sleeps ``TINY_STARTUP_DELAY`` seconds (default 0), then answers
 ``initialize``, ``ping``, ``tools/list`` (one tool, ``echo``) and ``tools/call``.
+A call of any name echoes its ``text``; with ``TINY_SERVES`` set (comma-separated
+names), only ``echo`` and those names do, and any other name gets an ``isError``
+result "Unknown tool: NAME", as many servers answer.
 Starting it costs a bare interpreter, so a benchmark of many of them measures the
 hub's concurrency rather than the import time of an MCP library.
 """
@@ -41,6 +44,10 @@ def answer(message: dict[str, object]) -> dict[str, object] | None:
         args = params.get("arguments") or {}
         assert isinstance(args, dict)
         result = {"content": [{"type": "text", "text": str(args.get("text", ""))}]}
+        serves = os.environ.get("TINY_SERVES")
+        if serves is not None and params.get("name") not in {"echo", *serves.split(",")}:
+            result = {"content": [{"type": "text", "text": f"Unknown tool: {params.get('name')}"}],
+                      "isError": True}
     elif method == "ping":
         result = {}
     else:

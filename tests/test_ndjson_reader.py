@@ -1,0 +1,84 @@
+"""The listen-stream reader's choices, on answers made up byte for byte.
+
+A ``subscriptions/listen`` answer under ``application/json`` whose first line is a
+JSON value is handed on as an event stream, one event per line, a line that is
+not JSON skipped; an answer that is one JSON document (on one line, or
+pretty-printed over several) and the answer to any other request pass through as
+they came. (The whole path, through a hub, is in ``test_eras_ndjson_listen.py``.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+
+from mcp_hub.upstream.sessions.ndjson import ndjson_listen_hook
+
+pytestmark = pytest.mark.anyio
+
+LISTEN = {"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {}}
+PRETTY_ERROR = json.dumps({"jsonrpc": "2.0", "id": 7,
+                           "error": {"code": -32601, "message": "Method not found"}},
+                          indent=2).encode()
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    """A body that arrives in pieces of 5 bytes, as off the network."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for start in range(0, len(self.body), 5):
+            yield self.body[start:start + 5]
+
+
+async def _answer(body: bytes, request: dict[str, object] = LISTEN) -> tuple[str, bytes]:
+    """The content type and body the SDK would read for ``body``."""
+    def upstream(_: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "application/json"},
+                               stream=_Chunks(body))
+
+    hooks = {"response": [ndjson_listen_hook("nd", 1024)]}
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream),
+                                  event_hooks=hooks) as client:
+        sent = client.build_request("POST", "http://upstream/mcp", json=request)
+        response = await client.send(sent, stream=True)
+        try:
+            return response.headers["content-type"], await response.aread()
+        finally:
+            await response.aclose()
+
+
+async def test_lines_become_events_and_a_line_that_is_not_json_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kind, body = await _answer(b'{"a": 1}\r\nnot json\n\n{"b": 2}')
+    assert kind == "text/event-stream"
+    assert body == b'data: {"a": 1}\n\ndata: {"b": 2}\n\n'
+    assert "[nd] upstream sent a line that is not JSON" in caplog.text
+
+
+async def test_a_line_over_the_limit_ends_the_stream_with_an_error_for_the_listen() -> None:
+    kind, body = await _answer(b'{"a": 1}\n"' + b"x" * 2000 + b'"\n{"b": 2}\n')
+    assert kind == "text/event-stream"
+    first, second = body.split(b"\n\n")[:2]
+    assert first == b'data: {"a": 1}'
+    error = json.loads(second.removeprefix(b"data: "))
+    assert error["id"] == 7 and "exceeds max_message_bytes" in error["error"]["message"]
+    assert b'"b"' not in body
+
+
+@pytest.mark.parametrize("body", [PRETTY_ERROR, PRETTY_ERROR.replace(b"\n", b"")],
+                         ids=["pretty-printed", "one-line"])
+async def test_one_json_document_passes_through_as_it_came(body: bytes) -> None:
+    assert await _answer(body) == ("application/json", body)
+
+
+async def test_the_answer_to_another_request_is_not_touched() -> None:
+    body = b'{"a": 1}\n{"b": 2}\n'
+    call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "x"}}
+    assert await _answer(body, call) == ("application/json", body)
