@@ -151,6 +151,6 @@ async def test_upstream_logs_with_no_call_in_flight_go_to_on_log() -> None:
         async with running(echo_block(), on_log=on_log) as (manager, _):
             conn = manager.connection("echo")
             assert conn is not None
-            await conn._on_log(types.LoggingMessageNotificationParams(level="info", data="x"))
+            await conn.relays.on_log(types.LoggingMessageNotificationParams(level="info", data="x"))
             await got.wait()
             assert seen == ["echo"]

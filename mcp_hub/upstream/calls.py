@@ -32,7 +32,7 @@ from mcp_hub.upstream.sessions.modern import TaskAnswer, TaskCallToolRequest
 from mcp_hub.upstream.status import ServerState
 from mcp_hub.upstream.transports import INVALID_RESPONSE
 
-__all__ = ["CallsMixin"]
+__all__ = ["Calls"]
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
 
@@ -68,24 +68,34 @@ def _call_result(answer: Any, call: CallContext | None, server: str) -> types.Ca
     return types.CallToolResult.model_validate(answer)
 
 
-class CallsMixin(ConnectionState):
-    """Forwarding requests on the live session (see the module docstring)."""
+class Calls:
+    """Forwarding requests on the live session (see the module docstring).
+
+    One per connection, over its :class:`ConnectionState`; the registry's handlers
+    of the connection's tools call :meth:`call_tool` directly (the tool call path).
+    """
+
+    __slots__ = ("shared",)
+
+    def __init__(self, shared: ConnectionState) -> None:
+        self.shared = shared
 
     async def wait_session(self, budget: float, old: ClientSession | None = None
                            ) -> ClientSession | None:
         """A live session other than ``old``, waiting up to ``budget`` s while (re)connecting."""
-        session = self._live()
+        shared = self.shared
+        session = shared.live()
         if session is not None and session is not old:
             return session
-        if self.state in (ServerState.PARKED, ServerState.DISABLED) or budget <= 0:
+        if shared.state in (ServerState.PARKED, ServerState.DISABLED) or budget <= 0:
             return None
         with anyio.move_on_after(budget):
             while True:
-                await self._session_changed.wait()
-                session = self._live()
+                await shared.session_changed.wait()
+                session = shared.live()
                 if session is not None and session is not old:
                     return session
-                if self.state in (ServerState.PARKED, ServerState.DISABLED):
+                if shared.state in (ServerState.PARKED, ServerState.DISABLED):
                     return None
         return None
 
@@ -97,30 +107,31 @@ class CallsMixin(ConnectionState):
         upstream's JSON-RPC errors are raised as they are with ``pass_errors`` (a call of a
         tool nobody lists: the server's own answer, docs/upstreams.md) or when meant for
         the client (``_PASSED_ON``)."""
-        config = self.config
+        shared = self.shared
+        config = shared.config
         start = anyio.current_time()
         hard_deadline = start + config.max_call_seconds
-        session = self._live()
+        session = shared.live()
         if session is None:
             session = await self.wait_session(min(config.timeout, config.connect_timeout))
             if session is None:
-                return self._error_result(
-                    f"{self._unavailable()}; tool '{raw}' was not called.")
-        if self.companion is not None and wants_companion(call):
+                return shared.error_result(
+                    f"{shared.unavailable()}; tool '{raw}' was not called.")
+        if shared.companion is not None and wants_companion(call):
             # A 2025 client on a 2026-07-28 upstream: the handshake session, where the
             # server can ask it (mcp_hub.upstream.sessions.companion).
-            session = await self.companion.get(config.connect_timeout) or session
+            session = await shared.companion.get(config.connect_timeout) or session
         request = _call_request(raw, args, call)
         for attempt in (1, 2):
             try:
                 result = _call_result(await self._send(session, request, types.CallToolResult,
-                                                       call, config.timeout, hard_deadline), call, self.name)
+                                                       call, config.timeout, hard_deadline), call, shared.name)
             except TimeoutError:
-                return self._error_result(
-                    f"Server '{self.name}' did not answer tool '{raw}' within "
+                return shared.error_result(
+                    f"Server '{shared.name}' did not answer tool '{raw}' within "
                     f"{config.timeout:g} s (timeout); the call was cancelled upstream.")
             except CallLost as exc:
-                record = self.tools.get(raw)
+                record = shared.tools.get(raw)
                 safe = not exc.reached or (record is not None and record.read_only)
                 if attempt == 1 and safe:
                     budget = min(hard_deadline - anyio.current_time(), config.connect_timeout
@@ -128,12 +139,12 @@ class CallsMixin(ConnectionState):
                     retry_session = await self.wait_session(budget, old=session)
                     if retry_session is not None:
                         session = retry_session
-                        self.log.info("upstream %s: retrying tool %s after reconnect (%s)",
-                                    self.name, raw,
+                        shared.log.info("upstream %s: retrying tool %s after reconnect (%s)",
+                                    shared.name, raw,
                                     "read-only" if exc.reached else "never reached the server")
                         continue
-                return self._error_result(
-                    f"Server '{self.name}' connection was lost during the call to tool "
+                return shared.error_result(
+                    f"Server '{shared.name}' connection was lost during the call to tool "
                     f"'{raw}': {exc}. The call may or may not have completed.")
             except MCPError as exc:
                 if exc.code in _PASSED_ON or (pass_errors and not exc.message.startswith(
@@ -144,31 +155,32 @@ class CallsMixin(ConnectionState):
                     # client).
                     raise
                 if exc.message.startswith(INVALID_RESPONSE):
-                    return self._error_result(
-                        f"Server '{self.name}' did not answer tool '{raw}' with a valid "
+                    return shared.error_result(
+                        f"Server '{shared.name}' did not answer tool '{raw}' with a valid "
                         f"response: {redact(exc.message)}")
-                return self._error_result(redact(exc.message))
+                return shared.error_result(redact(exc.message))
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def raw_request(self, method: str, body: dict[str, Any],
                           call: CallContext | None = None) -> dict[str, Any]:
         """Send ``method`` with ``body`` and return the answer as sent (``tasks/*``)."""
-        config = self.config
-        session = self._live() or await self.wait_session(
+        shared = self.shared
+        config = shared.config
+        session = shared.live() or await self.wait_session(
             min(config.timeout, config.connect_timeout))
         if session is None:
-            raise MCPError(types.INTERNAL_ERROR, f"{self._unavailable()}; {method} failed.")
+            raise MCPError(types.INTERNAL_ERROR, f"{shared.unavailable()}; {method} failed.")
         start = anyio.current_time()
         try:
             answer: Any = await self._send(
                 session, RawRequest(method, body), types.Result, call, config.timeout,
                 start + config.max_call_seconds)
         except TimeoutError:
-            raise MCPError(types.REQUEST_TIMEOUT, f"Server '{self.name}' did not answer "
+            raise MCPError(types.REQUEST_TIMEOUT, f"Server '{shared.name}' did not answer "
                            f"{method} within {config.timeout:g} s") from None
         except CallLost as exc:
-            raise MCPError(types.INTERNAL_ERROR, f"Server '{self.name}' connection was lost "
+            raise MCPError(types.INTERNAL_ERROR, f"Server '{shared.name}' connection was lost "
                            f"during {method}: {exc}") from None
         return dict(answer)
 
@@ -181,22 +193,23 @@ class CallsMixin(ConnectionState):
         what: str,
     ) -> ResultT:
         """Send a non-tool request (prompts/get, resources/read, …); errors are ``MCPError``."""
-        config = self.config
-        session = self._live() or await self.wait_session(
+        shared = self.shared
+        config = shared.config
+        session = shared.live() or await self.wait_session(
             min(config.timeout, config.connect_timeout))
         if session is None:
-            raise MCPError(types.INTERNAL_ERROR, f"{self._unavailable()}; {what} failed.")
+            raise MCPError(types.INTERNAL_ERROR, f"{shared.unavailable()}; {what} failed.")
         start = anyio.current_time()
         try:
             return await self._send(session, request, result_type, call, config.timeout,
                                     start + config.max_call_seconds)
         except TimeoutError:
             raise MCPError(types.REQUEST_TIMEOUT,
-                           f"Server '{self.name}' did not answer {what} within "
+                           f"Server '{shared.name}' did not answer {what} within "
                            f"{config.timeout:g} s") from None
         except CallLost as exc:
             raise MCPError(types.INTERNAL_ERROR,
-                           f"Server '{self.name}' connection was lost during {what}: {exc}"
+                           f"Server '{shared.name}' connection was lost during {what}: {exc}"
                            ) from None
 
     async def _send(
@@ -209,9 +222,10 @@ class CallsMixin(ConnectionState):
         hard_deadline: float,
     ) -> ResultT:
         """One request on the live session with the call's routing and deadline rules."""
-        record = InFlightCall(self, call, call_timeout, hard_deadline)
-        key = next(self._ids)
-        self._inflight[key] = record
+        shared = self.shared
+        record = InFlightCall(shared, call, call_timeout, hard_deadline)
+        key = next(shared.ids)
+        shared.inflight[key] = record
         token = current_call.set(record)
 
         relays = RelayBarrier()
@@ -226,7 +240,7 @@ class CallsMixin(ConnectionState):
         try:
             with anyio.CancelScope(
                 deadline=min(anyio.current_time() + call_timeout, hard_deadline)
-            ) as scope, client_span(call, self.name, request, self.config.transport) as traced, \
+            ) as scope, client_span(call, shared.name, request, shared.config.transport) as traced, \
                     declaring(call.client_capabilities if call is not None else None):
                 record.scope = scope
                 # A plain tools/call takes the lean path (upstream/lean_call.py); a
@@ -242,17 +256,17 @@ class CallsMixin(ConnectionState):
         except ValidationError as exc:
             # A response to this request, but not of the shape the method returns.
             message = f"{INVALID_RESPONSE}: {validation_summary(exc, result_type)}"
-            self.log.warning("upstream %s: %s", self.name, message)
+            shared.log.warning("upstream %s: %s", shared.name, message)
             raise MCPError(types.INTERNAL_ERROR, message) from None
         except MCPError as exc:
-            if self._is_fatal(exc) and exc.code != types.REQUEST_TIMEOUT:
-                session_gone = self._session_gone(exc)
-                reason = self._lost_reason or (
+            if shared.is_fatal(exc) and exc.code != types.REQUEST_TIMEOUT:
+                session_gone = shared.session_gone(exc)
+                reason = shared.lost_reason or (
                     "the server no longer knows this HTTP session" if session_gone
                     else exc.message)
-                self._mark_lost(reason)
+                shared.mark_lost(reason)
                 raise CallLost(reason, reached=not session_gone) from None
             raise
         finally:
             current_call.reset(token)
-            del self._inflight[key]
+            del shared.inflight[key]

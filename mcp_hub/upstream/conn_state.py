@@ -1,11 +1,15 @@
 """The state every part of one upstream connection shares.
 
-:class:`ConnectionState` holds what the supervisor, the catalog, the call router
-and the relays of one :class:`~mcp_hub.upstream.connection.ServerConnection`
-read and write: lifecycle state, the live session, the catalog lists, calls in
-flight and the hooks to the manager. The parts are mixins over it, each in its
-own module (:mod:`~mcp_hub.upstream.calls`, :mod:`~mcp_hub.upstream.catalog`,
-:mod:`~mcp_hub.upstream.relays`).
+:class:`ConnectionState` is a plain object holding what the supervisor
+(:class:`~mcp_hub.upstream.connection.ServerConnection`) and its parts read and
+write: lifecycle state, the live session, the catalog lists, calls in flight and
+the hooks to the manager. Each part is its own class in its own module and is
+handed this one object when it is made: the catalog
+(:class:`~mcp_hub.upstream.catalog.Catalog`), the call path
+(:class:`~mcp_hub.upstream.calls.Calls`) and the relays
+(:class:`~mcp_hub.upstream.relays.Relays`). Its methods are the small rules
+more than one of them applies (is the session live, is this error fatal, mark
+the connection lost).
 """
 
 from __future__ import annotations
@@ -88,7 +92,11 @@ class ToolRecord:
 
 
 class ConnectionState:
-    """Shared state of one upstream connection (see the module docstring)."""
+    """Shared state of one upstream connection (see the module docstring).
+
+    Its attributes are read and written by the supervisor and the parts of the
+    same connection only; other modules see them through ``ServerConnection``.
+    """
 
     def __init__(
         self,
@@ -142,21 +150,19 @@ class ConnectionState:
         #: Set once the first attempt has finished (ready, parked or failed).
         self.first_done = anyio.Event()
         self.stopped = anyio.Event()
-        self._ready = anyio.Event()
-        self._session_changed = anyio.Event()
-        self._lost = anyio.Event()
-        self._lost_reason = ""
-        self._wake = anyio.Event()
-        self._refresh_wanted = anyio.Event()
-        self._refresh_kinds: set[Kind] = set()
+        self.session_changed = anyio.Event()
+        self.lost = anyio.Event()
+        self.lost_reason = ""
+        self.refresh_wanted = anyio.Event()
+        self.refresh_kinds: set[Kind] = set()
         #: Of those, the kinds the upstream itself said changed (``list_changed``).
-        self._announced_kinds: set[Kind] = set()
-        self._inflight: dict[int, InFlightCall] = {}
-        self._ids = itertools.count()
-        self._scope: anyio.CancelScope | None = None
-        self._probe: TransportProbe | None = None
+        self.announced_kinds: set[Kind] = set()
+        self.inflight: dict[int, InFlightCall] = {}
+        self.ids = itertools.count()
+        self.probe: TransportProbe | None = None
 
     def status(self) -> UpstreamStatus:
+        """What ``mcp-hub status`` and the ops views show of this server."""
         info = None
         if self.server_info is not None:
             info = {"name": self.server_info.name, "version": self.server_info.version}
@@ -173,7 +179,7 @@ class ConnectionState:
             connect_ms=self.connect_ms,
             server_info=info,
             rejected_tools=self._rejections(),
-            in_flight=len(self._inflight),
+            in_flight=len(self.inflight),
         )
 
     def _rejections(self) -> dict[str, str]:
@@ -193,10 +199,11 @@ class ConnectionState:
     @property
     def pid(self) -> int | None:
         """Process id of the stdio child while one runs (it leads its own process group)."""
-        probe = self._probe
+        probe = self.probe
         return probe.pid if probe is not None and self.config.transport == "stdio" else None
 
-    def _set_state(self, state: ServerState) -> None:
+    def set_state(self, state: ServerState) -> None:
+        """Enter lifecycle ``state`` (logged, and waiters are woken)."""
         if state is not self.state:
             self.state = state
             self.state_since = time.time()
@@ -206,50 +213,57 @@ class ConnectionState:
                         (ServerState.RECONNECTING, ServerState.PARKED) else "")
 
     def supports(self, feature: str) -> bool:
+        """Whether the upstream declared capability ``feature`` (tools, prompts, …)."""
         caps = self.capabilities
         return caps is not None and getattr(caps, feature, None) is not None
 
-    def _mark_lost(self, reason: str) -> None:
-        if not self._lost.is_set():
-            self._lost_reason = reason
-            self._lost.set()
+    def mark_lost(self, reason: str) -> None:
+        """The live session is gone (first reason wins): the supervisor starts over."""
+        if not self.lost.is_set():
+            self.lost_reason = reason
+            self.lost.set()
             self.hooks.pulse()
 
-    def _is_fatal(self, exc: MCPError) -> bool:
+    def is_fatal(self, exc: MCPError) -> bool:
+        """Whether ``exc`` means the session, not just this request, is dead."""
         return exc.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT) or (
-            self._session_gone(exc))
+            self.session_gone(exc))
 
-    def _session_gone(self, exc: MCPError) -> bool:
+    def session_gone(self, exc: MCPError) -> bool:
         """An HTTP 404 for our session id: the server restarted or expired the session."""
         if self.config.transport != "http":
             return False
         if exc.message in ("Session terminated", "Session not found"):
             return True
-        probe = self._probe
+        probe = self.probe
         return probe is not None and probe.last_status == 404 and exc.code in (
             types.INVALID_REQUEST, types.REQUEST_TIMEOUT)
 
     def request_refresh(self, kind: Kind, *, announced: bool = False) -> None:
         """List ``kind`` again; ``announced``: because the upstream said it changed."""
-        self._refresh_kinds.add(kind)
+        self.refresh_kinds.add(kind)
         if announced:
-            self._announced_kinds.add(kind)
-        self._refresh_wanted.set()
+            self.announced_kinds.add(kind)
+        self.refresh_wanted.set()
 
-    def _announce_session_change(self) -> None:
-        event = self._session_changed
-        self._session_changed = anyio.Event()
+    def announce_session_change(self) -> None:
+        """Wake every task waiting for a session (ready, lost or given up)."""
+        event = self.session_changed
+        self.session_changed = anyio.Event()
         event.set()
         self.hooks.pulse()
 
-    def _live(self) -> ClientSession | None:
+    def live(self) -> ClientSession | None:
+        """The session, unless there is none or it was lost."""
         session = self.session
-        return session if session is not None and not self._lost.is_set() else None
+        return session if session is not None and not self.lost.is_set() else None
 
-    def _error_result(self, text: str) -> types.CallToolResult:
+    def error_result(self, text: str) -> types.CallToolResult:
+        """A tool result with ``isError`` saying ``text``."""
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
-    def _unavailable(self) -> str:
+    def unavailable(self) -> str:
+        """Why no call can be sent now: the state and the last error."""
         text = f"Server '{self.name}' is {self.state.value}"
         if self.last_error:
             text += f": {self.last_error}"

@@ -33,7 +33,7 @@ class InFlightCall:
 
     def __init__(self, conn: object, call: CallContext | None, timeout: float,
                  hard_deadline: float) -> None:
-        #: The connection forwarding it (compared by identity only).
+        #: The state of the connection forwarding it (compared by identity only).
         self.conn = conn
         self.call = call
         self.timeout = timeout

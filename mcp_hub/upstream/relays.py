@@ -26,30 +26,41 @@ from mcp_hub.upstream.conn_state import ConnectionState
 from mcp_hub.upstream.failures import error_text
 from mcp_hub.upstream.in_flight import InFlightCall, current_call
 
-__all__ = ["RelaysMixin", "cannot_relay", "relayed"]
+__all__ = ["Relays", "cannot_relay", "relayed"]
 
 Log = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
 RelayT = TypeVar("RelayT")
 
 
-class RelaysMixin(ConnectionState):
-    """Answers the upstream's requests to the client (see the module docstring)."""
+class Relays:
+    """Answers the upstream's requests to the client (see the module docstring).
+
+    One per connection, over its :class:`ConnectionState`: the ``on_*`` methods are
+    the callbacks of the connection's sessions.
+    """
+
+    __slots__ = ("shared",)
+
+    def __init__(self, shared: ConnectionState) -> None:
+        self.shared = shared
 
     def _route(self, capable: Callable[[CallContext], bool] | None) -> InFlightCall | None:
+        shared = self.shared
         current = current_call.get()
-        if current is not None and current.conn is self:
+        if current is not None and current.conn is shared:
             # The transport told us which call caused this: never hand it to another client.
             call = current.call
             ok = call is not None and (capable is None or capable(call))
             return current if ok else None
-        for record in reversed(self._inflight.values()):
+        for record in reversed(shared.inflight.values()):
             if record.call is not None and (capable is None or capable(record.call)):
                 return record
         return None
 
     def _no_client(self, what: str, capability: str) -> types.ErrorData:
-        if not self._inflight:
+        shared = self.shared
+        if not shared.inflight:
             why = "no downstream call is in flight on this server"
         else:
             why = f"no downstream client with a call in flight supports {capability}"
@@ -58,10 +69,11 @@ class RelaysMixin(ConnectionState):
     async def _relay(
         self, record: InFlightCall, what: str, fn: Callable[[], Awaitable[RelayT]]
     ) -> RelayT | types.ErrorData:
+        shared = self.shared
         with record.paused(), relay_span(record.call, what):
-            return await relayed(self.log, self.name, what, fn())
+            return await relayed(shared.log, shared.name, what, fn())
 
-    async def _on_sampling(
+    async def on_sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
         record = self._route(lambda c: c.can_sample)
@@ -74,7 +86,7 @@ class RelaysMixin(ConnectionState):
         return await self._relay(record, "sampling/createMessage",
                                  lambda: call.create_message(plain))
 
-    async def _on_elicitation(
+    async def on_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
         record = self._route(lambda c: c.can_elicit)
@@ -84,42 +96,45 @@ class RelaysMixin(ConnectionState):
         plain = params.model_copy(update={"task": None}) if params.task is not None else params
         return await self._relay(record, "elicitation/create", lambda: call.elicit(plain))
 
-    async def _on_list_roots(
+    async def on_list_roots(
         self, context: ClientRequestContext
     ) -> types.ListRootsResult | types.ErrorData:
+        shared = self.shared
         record = self._route(lambda c: c.can_list_roots)
         if record is None or record.call is None:
-            if self.hooks.roots is not None:
+            if shared.hooks.roots is not None:
                 # Outside a call (or for a client without roots): the hub answers.
-                return self.hooks.roots()
+                return shared.hooks.roots()
             return self._no_client("roots/list", "roots")
         call = record.call
         return await self._relay(record, "roots/list", call.list_roots)
 
-    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        shared = self.shared
         record = self._route(None)
         if record is not None and record.call is not None:
             await record.call.log(params.level, params.data, params.logger)
-        elif self.hooks.log is not None:
-            await self.hooks.log(self.name, params)
+        elif shared.hooks.log is not None:
+            await shared.hooks.log(shared.name, params)
 
-    async def _on_message(self, message: Any) -> None:
+    async def on_message(self, message: Any) -> None:
+        shared = self.shared
         if isinstance(message, Exception):
             text = (f"invalid message ({message.error_count()} validation errors)"
                     if isinstance(message, ValidationError) else error_text(message))
-            self.log.warning("upstream %s: transport error: %s", self.name, text)
+            shared.log.warning("upstream %s: transport error: %s", shared.name, text)
             return
         if isinstance(message, types.ToolListChangedNotification):
-            self.request_refresh("tools", announced=True)
+            shared.request_refresh("tools", announced=True)
         elif isinstance(message, types.PromptListChangedNotification):
-            self.request_refresh("prompts", announced=True)
+            shared.request_refresh("prompts", announced=True)
         elif isinstance(message, types.ResourceListChangedNotification):
-            self.request_refresh("resources", announced=True)
+            shared.request_refresh("resources", announced=True)
         elif (isinstance(message, types.ResourceUpdatedNotification)
-              and self.hooks.resource_updated is not None):
+              and shared.hooks.resource_updated is not None):
             # A 2025 session's notification, or a frame of a 2026-07-28 listen stream.
             # An app address is announced as the hub lists it (mcp_hub.protocol.apps).
-            await self.hooks.resource_updated(namespaced_uri(self.name, str(message.params.uri)))
+            await shared.hooks.resource_updated(namespaced_uri(shared.name, str(message.params.uri)))
 
 
 def cannot_relay(what: str, why: str) -> types.ErrorData:

@@ -36,7 +36,7 @@ EVERY_SECONDS = 5.0
 
 
 def _waiting_line(conn: ServerConnection, seconds: float) -> str:
-    probe = conn._probe
+    probe = conn.probe
     tail = probe.stderr_tail[-1] if probe is not None and probe.stderr_tail else ""
     line = f"waiting for {conn.name} ({seconds:.0f} s; {conn.state})"
     return redact(f"{line}: {tail[:200]}" if tail else line)
