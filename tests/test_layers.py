@@ -355,3 +355,34 @@ def test_the_class_scan_catches_a_wrong_class(source: str, rule: str | None) -> 
         assert found == []
     else:
         assert any(rule in why for _, why in found), found
+
+
+def foreign_private_writes(source: str) -> Iterator[str]:
+    """Every assignment to another object's private attribute (``hub._origins = …``;
+    ``self._x`` and ``cls._x`` are a class's own)."""
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+        for target in targets:
+            if (isinstance(target, ast.Attribute) and target.attr.startswith("_")
+                    and not target.attr.startswith("__")
+                    and not (isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"))):
+                yield f"line {target.lineno}: {ast.unparse(target)}"
+
+
+def test_the_hubs_parts_write_only_their_own_state() -> None:
+    """A part of the Hub (``mcp_hub/hub/``) keeps its state in its own attributes: it never
+    writes the Hub's private attributes, nor another part's."""
+    found = {str(p.relative_to(ROOT)): writes for p in sorted((PACKAGE / "hub").glob("*.py"))
+             if (writes := list(foreign_private_writes(p.read_text(encoding="utf-8"))))}
+    assert found == {}
+
+
+@pytest.mark.parametrize(("source", "caught"), [
+    ("def walk(hub):\n    hub._origins = (1, {}, {})\n", True),
+    ("def walk(hub):\n    hub.listing._bridge_active[1] = True\n", False),  # a read, then an item
+    ("class Part:\n    def __init__(self):\n        self._origins = None\n", False),
+    ("def count(hub):\n    hub._calls += 1\n", True),
+])
+def test_the_private_write_scan_catches_a_write(source: str, caught: bool) -> None:
+    assert bool(list(foreign_private_writes(source))) is caught
