@@ -44,8 +44,8 @@ async def test_two_hubs_in_one_process_are_separate() -> None:
         assert "team" not in TOOLSETS
         assert [t.name for t in a.list_tools("team")] == ["only_a"]
         # Each hub keeps its own subscribers and sessions.
-        a.resource_subscribers["x://1"] = [object()]
-        assert b.resource_subscribers == {}
+        a.upstream_serving.subscribers["x://1"] = [object()]
+        assert b.upstream_serving.subscribers == {}
         assert a.sessions is not b.sessions
     assert "team" not in TOOLSETS
 

@@ -1,7 +1,7 @@
 """Per-caller views of what the hub pushes to clients without being asked.
 
 Resource updates reach clients two ways: ``notifications/resources/updated`` to
-handshake sessions that subscribed (filtered in :meth:`Hub._on_resource_updated`
+handshake sessions that subscribed (filtered in :meth:`UpstreamServing.resource_updated`
 by the caller the Hub remembers on the connection, :func:`remember_caller`), and ``subscriptions/listen`` streams of
 2026-07-28 clients, fed by the hub's subscription bus. :class:`CallerBus` gives
 each endpoint a view of that bus that drops updates of resources its caller may

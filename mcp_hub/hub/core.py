@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.abc
@@ -29,17 +29,19 @@ from mcp_hub.auth.audit import AuditLog, audit_fields
 from mcp_hub.config.model import HubConfig, load_config
 from mcp_hub.eras.held import LocalHeldRounds
 from mcp_hub.errors import ConfigError, UnknownToolError
-from mcp_hub.hub.access import EVERYONE, AccessControl, Caller, OpsView, as_caller, caller_of_state
+from mcp_hub.hub.access import EVERYONE, AccessControl, Caller, OpsView, as_caller
 from mcp_hub.hub.diagnosis import rejected_tools
 from mcp_hub.hub.drain import Drain
+from mcp_hub.hub.list_freshness import ListHintValue, list_hint
 from mcp_hub.hub.metrics import UNKNOWN_TOOL, Metrics
 from mcp_hub.hub.open_calls import OpenCalls
-from mcp_hub.hub.serving import ServingMixin, with_task_id
+from mcp_hub.hub.serving import UpstreamServing, reachable_upstreams
 from mcp_hub.hub.sessions import ChangeKind, SessionTracker
-from mcp_hub.hub.skill_serving import SkillServingMixin
+from mcp_hub.hub.skill_serving import SkillServing
 from mcp_hub.hub.startup import StartupGate
 from mcp_hub.hub.task_owners import TaskOwners
-from mcp_hub.hub.tasks import TaskBook, TaskForwarder, ttl_seconds
+from mcp_hub.hub.task_serving import TaskServing
+from mcp_hub.hub.tasks import TaskBook, TaskForwarder
 from mcp_hub.hub.tool_listing import ToolListing
 from mcp_hub.pipeline import runtime
 from mcp_hub.pipeline.builtin_binding import bound_builtins
@@ -70,6 +72,10 @@ from mcp_hub.upstream.oauth.secretbox import load_key
 from mcp_hub.upstream.peruser import PerUserServers, hub_connected
 from mcp_hub.upstream.stdio import prespawn
 from mcp_hub.upstream.stdio.prespawn import EarlyStarts
+
+if TYPE_CHECKING:
+    from mcp_hub.upstream import ServerConnection, UpstreamStatus
+    from mcp_hub.upstream.peruser.service import ConnectAnswer
 
 __all__ = ["Hub"]
 
@@ -128,8 +134,15 @@ def _rejected_shown(rows: list[dict[str, Any]], view: OpsView) -> list[dict[str,
     return shown
 
 
-class Hub(ServingMixin, SkillServingMixin):
-    """One MCP hub: registry + upstreams + change notifications, as a context manager."""
+class Hub:
+    """One MCP hub: registry + upstreams + change notifications, as a context manager.
+
+    Its parts are objects it builds and holds, each given the other parts it uses:
+    what ``tools/list`` shows (``listing``), prompts, resources and subscriptions
+    (``upstream_serving``), tasks (``task_serving``), skills (``skill_serving``).
+    The serving methods the transports call (:class:`mcp_hub.hub.interface.ServingHub`)
+    hand each request to its part.
+    """
 
     def __init__(
         self,
@@ -210,16 +223,21 @@ class Hub(ServingMixin, SkillServingMixin):
         #: Calls of 2026-07-28 clients waiting on input rounds (mcp_hub.eras.held).
         self.rounds = LocalHeldRounds(ttl=config.hub.input_round_ttl,
                                       max_rounds=config.hub.max_input_rounds)
-        #: Resource subscriptions: uri -> connections that asked for it (see ServingMixin).
-        self.resource_subscribers: dict[str, list[Any]] = {}
+        #: Prompts, resources, subscriptions, completion, logging levels (mcp_hub.hub.serving).
+        self.upstream_serving = UpstreamServing(self.access, self.upstreams, self.startup,
+                                                self.sessions, self.rendered_apps)
+        #: Agent Skills requests (mcp_hub.hub.skill_serving).
+        self.skill_serving = SkillServing(self.access, self.upstreams, self.startup)
+        #: The upstreams' tasks the hub's clients started (mcp_hub.hub.tasks).
         self.tasks = TaskBook()
-        self.upstreams.on_task_status = self.task_status
         #: State shared with other replicas ([state] url; embedded without one).
         self.state: StateBackend = open_state(config.state.url)
         self.per_user.state = self.state  # connect links and flows, shared by replicas
         #: Who owns each task, for every replica (mcp_hub.hub.task_owners).
         self.task_owners = TaskOwners(self.state)
-        self.task_forwarder: TaskForwarder | None = None
+        #: ``tasks/*`` under the hub's own task ids (mcp_hub.hub.task_serving).
+        self.task_serving = TaskServing(self.tasks, self.task_owners, self.access, self.upstreams)
+        self.upstreams.on_task_status = self.task_serving.status_changed
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Self:
@@ -317,6 +335,133 @@ class Hub(ServingMixin, SkillServingMixin):
     def _known_tool(self, name: str) -> bool:
         """A tool name telemetry may use as a metric label (else ``_OTHER``)."""
         return self.registry.get_entry(name) is not None or self.bridge.handles(name)
+
+    # ------------------------------------------------------------------ sessions, upstreams
+    async def wait_lists(self) -> None:
+        """Lists wait for the initial upstream connects, never past the start-up deadline."""
+        await self.startup.wait_lists()
+
+    def track_session(self, connection: Any) -> None:
+        """A handshake-era connection: it gets list_changed notifications from now on."""
+        self.sessions.add(connection)
+
+    @property
+    def upstreams_ready(self) -> bool:
+        """Whether every upstream finished its first connection attempt."""
+        return self.upstreams.initial_done
+
+    def upstream_statuses(self) -> list[UpstreamStatus]:
+        """One status per configured upstream server, in file order."""
+        return self.upstreams.statuses()
+
+    def upstreams_for(self, caller: Caller) -> list[ServerConnection]:
+        """The upstream connections ``caller`` may reach (what its capabilities are made of)."""
+        return reachable_upstreams(self.access, self.upstreams, caller)
+
+    async def open_connect_link(self, name: str, ticket: str, base: str,
+                                signed_in: str | None) -> ConnectAnswer:
+        """``GET /connect/NAME``: begin a per-user server's sign-in (mcp_hub/upstream/peruser/)."""
+        return await self.per_user.open_link(name, ticket, base, signed_in)
+
+    async def finish_connect(self, query: dict[str, str], browser: str | None) -> ConnectAnswer:
+        """``GET /connect/callback``: the authorization server's redirect back."""
+        return await self.per_user.finish(query, browser)
+
+    # ------------------------------------------------------------------ list freshness, ops views
+    @property
+    def tools_generation(self) -> int:
+        """The registry's generation: it moves on every change of the tools."""
+        return int(self.registry.generation)
+
+    def tools_availability(self) -> Hashable:
+        """What changes when the visible tools may: the generation and the gated tools' state
+        (a ``check_fn`` that flips after its TTL)."""
+        key: Hashable = self.registry.definitions.availability_key()
+        return key
+
+    def list_hint(self, kind: str, caller: Caller, *, gated: bool | None = None) -> ListHintValue:
+        """The ``ttlMs``/``cacheScope`` of the ``kind`` list for ``caller`` (mcp_hub.hub.list_freshness)."""
+        return list_hint(self, kind, caller, gated=gated)
+
+    def ops_view(self, caller: Caller) -> OpsView:
+        """What ``/status.json``, the status page and ``/metrics`` show this caller."""
+        return self.access.ops_view(caller)
+
+    def metrics_text(self, caller: Caller) -> str:
+        """The ``/metrics`` body for this caller: its servers' and tools' series, its own counters."""
+        return self.metrics.render(upstreams=self.upstreams.statuses(), list_changed=self.sessions.sent,
+                                   sessions=self.sessions.count, view=self.access.ops_view(caller))
+
+    # ------------------------------------------------------------------ prompts, resources (upstream_serving)
+    async def list_prompts(self, caller: Caller) -> list[types.Prompt]:
+        return await self.upstream_serving.list_prompts(caller)
+
+    async def get_prompt(self, caller: Caller, name: str, arguments: dict[str, str] | None,
+                         call: CallContext | None) -> types.GetPromptResult:
+        return await self.upstream_serving.get_prompt(caller, name, arguments, call)
+
+    async def list_resources(self, caller: Caller) -> list[types.Resource]:
+        return await self.upstream_serving.list_resources(caller)
+
+    async def list_resource_templates(self, caller: Caller) -> list[types.ResourceTemplate]:
+        return await self.upstream_serving.list_resource_templates(caller)
+
+    async def read_resource(self, caller: Caller, uri: str, call: CallContext | None
+                            ) -> types.ReadResourceResult:
+        return await self.upstream_serving.read_resource(caller, uri, call)
+
+    async def subscribe(self, caller: Caller, uri: str, connection: Any) -> None:
+        await self.upstream_serving.subscribe(caller, uri, connection)
+
+    async def unsubscribe(self, caller: Caller, uri: str, connection: Any) -> None:
+        await self.upstream_serving.unsubscribe(caller, uri, connection)
+
+    async def drop_subscriber(self, uri: str, connection: Any) -> None:
+        await self.upstream_serving.drop_subscriber(uri, connection)
+
+    async def complete(
+        self, caller: Caller, ref: types.PromptReference | types.ResourceTemplateReference,
+        argument: types.CompletionArgument, context: types.CompletionContext | None,
+    ) -> types.Completion:
+        return await self.upstream_serving.complete(caller, ref, argument, context)
+
+    async def set_log_level(self, connection: Any, level: types.LoggingLevel) -> None:
+        await self.upstream_serving.set_log_level(connection, level)
+
+    # ------------------------------------------------------------------ skills (skill_serving)
+    async def list_skills(self, caller: Caller, call: CallContext | None) -> dict[str, Any]:
+        return await self.skill_serving.list_skills(caller, call)
+
+    async def get_skill(self, caller: Caller, uri: str, call: CallContext | None
+                        ) -> dict[str, Any]:
+        return await self.skill_serving.get_skill(caller, uri, call)
+
+    async def read_directory(self, caller: Caller, uri: str, cursor: str | None,
+                             call: CallContext | None) -> dict[str, Any]:
+        return await self.skill_serving.read_directory(caller, uri, cursor, call)
+
+    # ------------------------------------------------------------------ tasks (task_serving)
+    @property
+    def task_forwarder(self) -> TaskForwarder | None:
+        """Carries ``tasks/*`` to the replica holding a task (set with a replica bus)."""
+        return self.task_serving.forwarder
+
+    @task_forwarder.setter
+    def task_forwarder(self, forwarder: TaskForwarder | None) -> None:
+        self.task_serving.forwarder = forwarder
+
+    async def task_request(self, caller: Caller, owner: str, method: str,
+                           params: dict[str, Any], call: CallContext | None,
+                           listener: Any = None) -> dict[str, Any]:
+        return await self.task_serving.request(caller, owner, method, params, call, listener)
+
+    async def serve_task_for_replica(self, hub_id: str, digest: str, method: str,
+                                     params: dict[str, Any]) -> dict[str, Any]:
+        return await self.task_serving.serve_for_replica(hub_id, digest, method, params)
+
+    async def list_tasks(self, caller: Caller, owner: str, call: CallContext | None
+                         ) -> dict[str, Any]:
+        return await self.task_serving.list_owned(caller, owner, call)
 
     # ------------------------------------------------------------------ reload
     async def reload(self, new: HubConfig | None = None) -> bool:
@@ -423,10 +568,7 @@ class Hub(ServingMixin, SkillServingMixin):
             self.sessions.changed(kind)
 
     async def _on_resource_updated(self, uri: str) -> None:
-        # Checked again at delivery: a reload may have narrowed a subscriber's profile.
-        subscribers = [c for c in self.resource_subscribers.get(uri, ())
-                       if self.access.may_read(caller_of_state(getattr(c, "state", None)), uri)]
-        await self.sessions.resource_updated(uri, subscribers)
+        await self.upstream_serving.resource_updated(uri)
 
     async def _on_upstream_log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         # An upstream log outside any call: hand it to every live handshake session
@@ -623,12 +765,7 @@ class Hub(ServingMixin, SkillServingMixin):
         if call.created_task is None:
             return result
         server, answer = call.created_task
-        created = answer["task"] if isinstance(answer.get("task"), dict) else answer
-        upstream_id = str(created.get("taskId"))
-        ttl = created.get("ttl", created.get("ttlMs"))
-        hub_id = self.tasks.add(server, upstream_id, owner, ttl, listener)
-        await self.task_owners.record(hub_id, server, upstream_id, owner, ttl_seconds(ttl))
-        return with_task_id(answer, upstream_id, hub_id)
+        return await self.task_serving.created(server, answer, owner, listener)
 
     def _app_tool(self, name: str, call: CallContext, caller: Caller) -> str:
         """The exposed name of an app's call by its server's own tool ``name``

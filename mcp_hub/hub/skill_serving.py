@@ -16,8 +16,10 @@ start-up wait, as every serving method does (:mod:`mcp_hub.hub.serving`):
   ``directoryRead``), gets ``-32602`` like a skill nobody serves; the upstream's
   own errors (an unknown skill, a path that is no directory) pass as they came.
 
-The Hub mixes this class in next to :class:`mcp_hub.hub.serving.ServingMixin`, whose
-``wait_lists`` and ``upstreams_for`` it uses; it owns the attributes declared here.
+:class:`SkillServing` is one of the Hub's parts (the Hub holds it as
+``Hub.skill_serving`` and its serving methods hand these requests to it); it is
+built from the access control, the upstream manager and the start-up gate, none
+of which a reload replaces, and holds nothing of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from mcp_hub.hub.access import AccessControl, Caller
+from mcp_hub.hub.serving import reachable_upstreams
+from mcp_hub.hub.startup import StartupGate
 from mcp_hub.pipeline.context import CallContext
 from mcp_hub.protocol.skills import (
     MAX_PAGES,
@@ -41,27 +45,26 @@ from mcp_hub.protocol.skills import (
 if TYPE_CHECKING:
     from mcp_hub.upstream import ServerConnection, UpstreamManager
 
-__all__ = ["SkillServingMixin"]
+__all__ = ["SkillServing"]
 
 logger = logging.getLogger("mcp_hub.hub.core")
 
 
-class SkillServingMixin:
+class SkillServing:
     """Skills requests of a transport (see the module docstring)."""
 
-    access: AccessControl
-    upstreams: UpstreamManager
-
-    if TYPE_CHECKING:  # ServingMixin's
-        async def wait_lists(self) -> None: ...
-        def upstreams_for(self, caller: Caller) -> list[ServerConnection]: ...
+    def __init__(self, access: AccessControl, upstreams: UpstreamManager,
+                 startup: StartupGate) -> None:
+        self._access = access
+        self._upstreams = upstreams
+        self._startup = startup
 
     async def list_skills(self, caller: Caller, call: CallContext | None) -> dict[str, Any]:
         """``skills/list``: the skills of every upstream ``caller`` may use, namespaced."""
-        await self.wait_lists()
+        await self._startup.wait_lists()
         skills: list[Any] = []
         answers: list[dict[str, Any]] = []
-        for conn in self.upstreams_for(caller):
+        for conn in reachable_upstreams(self._access, self._upstreams, caller):
             if conn.session is None or skills_settings(conn) is None:
                 continue
             try:
@@ -102,15 +105,15 @@ class SkillServingMixin:
                            ) -> tuple[ServerConnection, str]:
         """The connection a skills request about ``uri`` goes to, and the URI it names
         there; ``-32602`` when the caller may not read ``uri`` or no server serves it."""
-        await self.wait_lists()
-        self.access.check_resource(caller, uri)
-        server = self.upstreams.resource_server(uri)
-        conn = self.upstreams.connection(server) if server is not None else None
+        await self._startup.wait_lists()
+        self._access.check_resource(caller, uri)
+        server = self._upstreams.resource_server(uri)
+        conn = self._upstreams.connection(server) if server is not None else None
         settings = skills_settings(conn) if conn is not None else None
         if conn is None or settings is None or (directory and settings.get("directoryRead") is not True):
             what = "directory resource" if directory else "skill"
             raise MCPError(types.INVALID_PARAMS, f"No {what} is served at {uri}", data={"uri": uri})
-        return conn, self.upstreams.own_uri(conn, uri)
+        return conn, self._upstreams.own_uri(conn, uri)
 
 
 async def _all_pages(conn: ServerConnection, call: CallContext | None) -> list[dict[str, Any]]:

@@ -99,7 +99,7 @@ async def test_resource_updates_reach_only_allowed_subscribers() -> None:
         remember_caller(narrow, Caller(profile="narrow"))
         remember_caller(full, EVERYONE)
         for uri in ("a://1", "b://1"):
-            hub.resource_subscribers[uri] = [narrow, full]
+            hub.upstream_serving.subscribers[uri] = [narrow, full]
             await hub._on_resource_updated(uri)
         assert narrow.updated == ["a://1"]
         assert full.updated == ["a://1", "b://1"]
