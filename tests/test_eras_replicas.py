@@ -13,7 +13,7 @@ are still refused, wherever they land.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.erastest import CALLBACKS, asking_toml, text_of
-from tests.hubtest import HttpHub, http_hub, write_config
-from tests.system_services import haproxy, redis_server
+from tests.hubtest import HttpHub, write_config
+from tests.replica_support import replicas, shared_state
 
 pytestmark = pytest.mark.anyio
 
@@ -35,19 +35,11 @@ pytestmark = pytest.mark.anyio
 @asynccontextmanager
 async def _cluster(tmp: Path, monkeypatch: pytest.MonkeyPatch
                    ) -> AsyncIterator[tuple[list[HttpHub], str]]:
-    monkeypatch.setenv("MCP_HUB_SESSION_SECRET", "a-shared-secret-of-the-three-replicas")
-    async with AsyncExitStack() as stack:
-        redis = await stack.enter_async_context(redis_server(tmp))
-        config = write_config(tmp, asking_toml(), hub=(
-            '[hub.http]\nsession_secret = "${MCP_HUB_SESSION_SECRET}"\n\n'
-            f'[state]\nurl = "{redis.url}"\n'))
-        hubs = []
-        for i in range(3):
-            workdir = tmp / f"replica{i + 1}"
-            workdir.mkdir()
-            hubs.append(await stack.enter_async_context(http_hub(config, workdir)))
-        port = await stack.enter_async_context(haproxy([h.port for h in hubs], tmp))
-        yield hubs, f"http://127.0.0.1:{port}/mcp"
+    def config(redis_url: str) -> Path:
+        return write_config(tmp, asking_toml(), hub=shared_state(redis_url))
+
+    async with replicas(tmp, monkeypatch, config, 3) as running:
+        yield running.hubs, running.url
 
 
 @asynccontextmanager
