@@ -214,3 +214,18 @@ def text_of(result: types.CallToolResult) -> str:
 def dump(result: Any) -> Any:
     """A result as plain JSON, for comparing hub and direct answers."""
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+async def sse_events(response: httpx2.Response) -> AsyncIterator[tuple[str | None, str]]:
+    """(event id, data) of each SSE event of a streamed response, as they arrive."""
+    event_id: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line == "":
+            if data or event_id is not None:
+                yield event_id, "\n".join(data)
+            event_id, data = None, []
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())

@@ -18,7 +18,7 @@ from mcp_hub.downstream.replicas.sealed_session import SessionSealer
 from mcp_hub.pins.redis_store import RedisPinStore
 from mcp_hub.state import EmbeddedState, StateBackend, StateUnavailable, open_state
 from mcp_hub.state.redis_backend import RedisState
-from tests.hubtest import echo_server_toml, http_hub
+from tests.hubtest import echo_server_toml, http_hub, sse_events
 from tests.system_services import free_port, redis_server
 
 pytestmark = pytest.mark.anyio
@@ -254,23 +254,6 @@ async def test_pins_keep_the_last_copy_while_redis_is_down(tmp_path: Path) -> No
         assert late.report() is not None
 
 
-async def _sse(response: httpx2.Response) -> list[tuple[str | None, str]]:
-    """Every (event id, data) of an SSE response, until it ends."""
-    events: list[tuple[str | None, str]] = []
-    event_id: str | None = None
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line == "":
-            if data or event_id is not None:
-                events.append((event_id, "\n".join(data)))
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-    return events
-
-
 async def test_a_dropped_stream_resumes_on_another_replica(tmp_path: Path) -> None:
     from tests.fixtures_upstream import FIXTURES, PY, toml_str
 
@@ -310,7 +293,7 @@ async def test_a_dropped_stream_resumes_on_another_replica(tmp_path: Path) -> No
                     async with client.stream("GET", two.mcp_url, headers={
                             **headers, "Last-Event-ID": last}) as r:
                         assert r.status_code == 200
-                        for event_id, data in await _sse(r):
+                        async for event_id, data in sse_events(r):
                             last = event_id or last
                             if '"id":5' in data:
                                 answer = data

@@ -33,7 +33,7 @@ import redis.asyncio as aioredis
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from tests.fixtures_upstream import FIXTURES, PY, toml_str
-from tests.hubtest import HttpHub, echo_server_toml, http_hub
+from tests.hubtest import HttpHub, echo_server_toml, http_hub, sse_events
 from tests.system_services import redis_server
 
 pytestmark = pytest.mark.anyio
@@ -307,21 +307,6 @@ async def test_an_idle_sealed_id_is_not_rebuilt_on_another_replica(tmp_path: Pat
 # -- a refused request touches nothing --------------------------------------------------
 
 
-async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str | None, str]]:
-    """(event id, data) of each SSE event of a streamed response."""
-    event_id: str | None = None
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line == "":
-            if data or event_id is not None:
-                yield event_id, "\n".join(data)
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-
-
 @pytest.mark.parametrize("sealed", [False, True], ids=["plain", "sealed"])
 async def test_a_refused_resume_leaves_the_owners_events_intact(tmp_path: Path,
                                                                  sealed: bool) -> None:
@@ -336,7 +321,7 @@ async def test_a_refused_resume_leaves_the_owners_events_intact(tmp_path: Path,
                 "_meta": {"progressToken": "p7"}}}
             async with client.stream("POST", hub.mcp_url, headers=_headers(CAROL, carol),
                                      json=call) as r:
-                async for event_id, _ in _events(r):
+                async for event_id, _ in sse_events(r):
                     last = event_id  # the priming event: Carol's cursor
                     break
             assert last is not None
@@ -354,7 +339,7 @@ async def test_a_refused_resume_leaves_the_owners_events_intact(tmp_path: Path,
                     **_headers(CAROL, carol), "Last-Event-ID": last}) as r:
                 assert r.status_code == 200
                 with anyio.fail_after(20):
-                    async for _, data in _events(r):
+                    async for _, data in sse_events(r):
                         message = json.loads(data) if data else {}
                         if message.get("id") == 7:
                             answer = message
