@@ -6,6 +6,7 @@ an ephemeral loopback port), real upstream servers — and every wait is bounded
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from anyio.abc import ObjectSendStream
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
@@ -229,3 +231,20 @@ async def sse_events(response: httpx2.Response) -> AsyncIterator[tuple[str | Non
             event_id = line[3:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].lstrip())
+
+
+def rpc_messages(response: httpx2.Response) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a POST answer, plain JSON or an SSE stream."""
+    if response.headers.get("content-type", "").startswith("application/json"):
+        body = response.json()
+        return body if isinstance(body, list) else [body]
+    return [json.loads(line[5:]) for line in response.text.splitlines()
+            if line.startswith("data:") and line[5:].strip()]
+
+
+async def send_sse_messages(response: httpx2.Response,
+                            send: ObjectSendStream[dict[str, Any]]) -> None:
+    """Send each JSON-RPC message of a streamed SSE response to ``send``, as it arrives."""
+    async for line in response.aiter_lines():
+        if line.startswith("data:") and line[5:].strip():
+            await send.send(json.loads(line[5:]))
