@@ -106,6 +106,12 @@ async def hub_client(transport: str, mode: str, config: Path, tmp: Path,
         yield client
 
 
+def accepting(first: types.InputRequiredResult, answer: str) -> dict[str, Any]:
+    """An accepted elicitation, ``{"answer": answer}``, for every input request of ``first``."""
+    return {k: types.ElicitResult(action="accept", content={"answer": answer})
+            for k in first.input_requests or {}}
+
+
 def text_of(result: Any) -> str:
     """The text of a tool result, prompt result or resource read."""
     if isinstance(result, types.CallToolResult):

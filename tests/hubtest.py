@@ -6,6 +6,7 @@ an ephemeral loopback port), real upstream servers — and every wait is bounded
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from anyio.abc import ObjectSendStream
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
@@ -214,3 +216,35 @@ def text_of(result: types.CallToolResult) -> str:
 def dump(result: Any) -> Any:
     """A result as plain JSON, for comparing hub and direct answers."""
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+async def sse_events(response: httpx2.Response) -> AsyncIterator[tuple[str | None, str]]:
+    """(event id, data) of each SSE event of a streamed response, as they arrive."""
+    event_id: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line == "":
+            if data or event_id is not None:
+                yield event_id, "\n".join(data)
+            event_id, data = None, []
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+
+
+def rpc_messages(response: httpx2.Response) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a POST answer, plain JSON or an SSE stream."""
+    if response.headers.get("content-type", "").startswith("application/json"):
+        body = response.json()
+        return body if isinstance(body, list) else [body]
+    return [json.loads(line[5:]) for line in response.text.splitlines()
+            if line.startswith("data:") and line[5:].strip()]
+
+
+async def send_sse_messages(response: httpx2.Response,
+                            send: ObjectSendStream[dict[str, Any]]) -> None:
+    """Send each JSON-RPC message of a streamed SSE response to ``send``, as it arrives."""
+    async for line in response.aiter_lines():
+        if line.startswith("data:") and line[5:].strip():
+            await send.send(json.loads(line[5:]))

@@ -23,6 +23,7 @@ from mcp.shared.subscriptions import ToolsListChanged
 
 from tests.erastest import (
     MODERN,
+    accepting,
     asking_over_http,
     direct_modern_client,
     hub_client,
@@ -105,9 +106,7 @@ async def test_a_modern_client_never_sees_the_upstreams_own_state(tmp_path: Path
             state = first.request_state or ""
             # The hub's sealed token, not the upstream's plain "r1".
             assert state.startswith("v1.") and len(state) > 40
-            answers: dict[str, Any] = {
-                k: types.ElicitResult(action="accept", content={"answer": "ann"})
-                for k in first.input_requests or {}}
+            answers = accepting(first, "ann")
             second = await client.session.call_tool(
                 "mod_two_rounds", {"tag": "t"}, input_responses=answers,
                 request_state=state, allow_input_required=True)

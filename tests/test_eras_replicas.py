@@ -13,7 +13,7 @@ are still refused, wherever they land.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,9 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.erastest import CALLBACKS, asking_toml, text_of
-from tests.hubtest import HttpHub, http_hub, write_config
-from tests.system_services import haproxy, redis_server
+from tests.erastest import CALLBACKS, accepting, asking_toml, text_of
+from tests.hubtest import HttpHub, write_config
+from tests.replica_support import replicas, shared_state
 
 pytestmark = pytest.mark.anyio
 
@@ -35,19 +35,11 @@ pytestmark = pytest.mark.anyio
 @asynccontextmanager
 async def _cluster(tmp: Path, monkeypatch: pytest.MonkeyPatch
                    ) -> AsyncIterator[tuple[list[HttpHub], str]]:
-    monkeypatch.setenv("MCP_HUB_SESSION_SECRET", "a-shared-secret-of-the-three-replicas")
-    async with AsyncExitStack() as stack:
-        redis = await stack.enter_async_context(redis_server(tmp))
-        config = write_config(tmp, asking_toml(), hub=(
-            '[hub.http]\nsession_secret = "${MCP_HUB_SESSION_SECRET}"\n\n'
-            f'[state]\nurl = "{redis.url}"\n'))
-        hubs = []
-        for i in range(3):
-            workdir = tmp / f"replica{i + 1}"
-            workdir.mkdir()
-            hubs.append(await stack.enter_async_context(http_hub(config, workdir)))
-        port = await stack.enter_async_context(haproxy([h.port for h in hubs], tmp))
-        yield hubs, f"http://127.0.0.1:{port}/mcp"
+    def config(redis_url: str) -> Path:
+        return write_config(tmp, asking_toml(), hub=shared_state(redis_url))
+
+    async with replicas(tmp, monkeypatch, config, 3) as running:
+        yield running.hubs, running.url
 
 
 @asynccontextmanager
@@ -119,9 +111,7 @@ async def test_forged_and_replayed_state_is_refused_on_every_replica(
                                                    allow_input_required=True)
             assert isinstance(first, types.InputRequiredResult) and first.request_state
             state = first.request_state
-            answers: dict[str, Any] = {
-                k: types.ElicitResult(action="accept", content={"answer": "bob"})
-                for k in first.input_requests or {}}
+            answers = accepting(first, "bob")
             tampered = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
             # Three tries of each: one lands on every replica.
             for bad_state, args in [("v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", {"message": "q"}),
@@ -156,9 +146,7 @@ async def test_a_retry_whose_replica_is_gone_is_refused(
             [owner] = [h for h, r in zip(hubs, await _rounds(hubs), strict=True) if r["alive"]]
             owner.proc.kill()
             owner.proc.wait()
-            answers: dict[str, Any] = {
-                k: types.ElicitResult(action="accept", content={"answer": "bob"})
-                for k in first.input_requests or {}}
+            answers = accepting(first, "bob")
             # The upstream call died with its replica: the retry is refused, and a new
             # call works on the replicas left.
             with pytest.raises(MCPError) as gone:
@@ -183,9 +171,7 @@ async def test_a_forwarded_retry_cancelled_by_its_client_cancels_the_upstream_ca
             first = await client.session.call_tool("ask_ask_then_slow", {"seconds": 60},
                                                    allow_input_required=True)
             assert isinstance(first, types.InputRequiredResult) and first.request_state
-            answers: dict[str, Any] = {
-                k: types.ElicitResult(action="accept", content={"answer": "go"})
-                for k in first.input_requests or {}}
+            answers = accepting(first, "go")
 
             async def retry() -> None:
                 await client.session.call_tool(

@@ -20,7 +20,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.erastest import CALLBACKS, asking_over_http, asking_toml, text_of
+from tests.erastest import CALLBACKS, accepting, asking_over_http, asking_toml, text_of
 from tests.hubtest import HttpHub, http_hub, write_config
 
 pytestmark = pytest.mark.anyio
@@ -82,8 +82,7 @@ async def test_an_unanswered_round_ends_within_its_ttl_and_the_upstream_is_told(
             with pytest.raises(MCPError) as late:
                 await client.session.call_tool(
                     "ask_ask_and_record", {"message": "m"}, allow_input_required=True,
-                    input_responses={k: types.ElicitResult(action="accept", content={"answer": "x"})
-                                     for k in first.input_requests or {}},
+                    input_responses=accepting(first, "x"),
                     request_state=first.request_state)
             _refused(late)
 
@@ -94,9 +93,7 @@ async def test_forged_tampered_rebound_and_replayed_state_is_refused(tmp_path: P
         async with http_hub(config, tmp_path) as hub, _client(hub) as client:
             first = await _first_round(client, "ask_elicit", {"message": "q"})
             assert first.request_state is not None
-            answers: dict[str, Any] = {
-                k: types.ElicitResult(action="accept", content={"answer": "bob"})
-                for k in first.input_requests or {}}
+            answers = accepting(first, "bob")
             state = first.request_state
             tampered = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
             for bad_state, args in [("v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", {"message": "q"}),
@@ -127,9 +124,7 @@ async def test_state_minted_for_one_identity_is_refused_for_another(tmp_path: Pa
         async with (http_hub(config, tmp_path, probe="/healthz") as hub,
                     _client(hub, TOKENS[0]) as alice, _client(hub, TOKENS[1]) as bob):
             first = await _first_round(alice, "ask_elicit", {"message": "q"})
-            answers: dict[str, Any] = {
-                k: types.ElicitResult(action="accept", content={"answer": "eve"})
-                for k in first.input_requests or {}}
+            answers = accepting(first, "eve")
             with pytest.raises(MCPError) as foreign:
                 await bob.session.call_tool("ask_elicit", {"message": "q"},
                                             input_responses=answers,

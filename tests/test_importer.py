@@ -214,6 +214,25 @@ def test_entries_without_command_or_url_are_skipped(tmp_path: Path) -> None:
     assert warned(warnings, "both", "kept the command")
 
 
+def test_env_of_a_remote_and_headers_of_a_stdio_server_are_left_out(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"mcpServers": {
+        "local": {"command": "x", "env": {"DEBUG": "1", "API_TOKEN": "tok-0123456789abcdef"},
+                  "headers": {"X-Team": "a"}},
+        "remote": {"url": "http://h/mcp", "headers": {"X-Team": "a", "X-Api-Key": "k-value"},
+                   "env": {"DEBUG": "1"}},
+    }}))
+    text, warnings, raw, _ = run("cursor", cfg)
+    assert raw["servers"]["local"]["env"] == {"DEBUG": "1", "API_TOKEN": "${API_TOKEN}"}
+    assert "headers" not in raw["servers"]["local"]
+    assert raw["servers"]["remote"]["headers"] == {"X-Team": "a",
+                                                   "X-Api-Key": "${REMOTE_X_API_KEY}"}
+    assert "env" not in raw["servers"]["remote"]
+    assert "tok-0123456789abcdef" not in text and "k-value" not in text
+    assert warned(warnings, "local: 'headers' has no meaning for a stdio server; ignored")
+    assert warned(warnings, "remote: 'env' has no meaning for a remote server; ignored")
+
+
 def test_secret_flags_and_query_parameters(tmp_path: Path) -> None:
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"mcpServers": {

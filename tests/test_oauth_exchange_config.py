@@ -7,7 +7,10 @@ caller's own token and the exchanged one never appear in it."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -79,6 +82,38 @@ def test_complete_exchange_grants_load(tmp_path: Path) -> None:
     assert jag.subject_type == "urn:ietf:params:oauth:token-type:id_token"
 
 
+@asynccontextmanager
+async def _serving(routes: list[Route]) -> AsyncIterator[int]:
+    """A uvicorn server of ``routes`` on a loopback port, started; yields the port."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(Starlette(routes=routes), host="127.0.0.1",
+                                           port=port, log_level="error"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        try:
+            with anyio.fail_after(20):
+                while not server.started:
+                    await anyio.sleep(0.02)
+            yield port
+        finally:
+            server.should_exit = True
+
+
+def _exchange(tmp: Path, port: int, subject: str, resource: str, **settings: Any
+              ) -> tuple[Callable[[], ExchangeAuth], TokenStore]:
+    """Token exchange for ``resource`` at ``/token`` on ``port``, client ``hub``, the
+    subject token read from a file holding ``subject``: a maker of ``ExchangeAuth``
+    objects (each one a replica's) and the sealed store they share under ``tmp/oauth``."""
+    path = tmp / "subject"
+    path.write_text(subject)
+    options = OAuthSettings(grant="token_exchange", subject_token_file=str(path),
+                            client_id="hub", token_endpoint=f"http://127.0.0.1:{port}/token",
+                            **settings)
+    store = TokenStore(FileStateStore(tmp / "oauth"), SecretBox(load_key(tmp)), "prot",
+                       resource)
+    return lambda: ExchangeAuth("prot", resource, store, options, file_subject(str(path))), store
+
+
 @pytest.mark.anyio
 async def test_a_refused_exchange_names_the_upstream_and_the_error_once(tmp_path: Path) -> None:
     seen: list[dict[str, str]] = []
@@ -88,26 +123,14 @@ async def test_a_refused_exchange_names_the_upstream_and_the_error_once(tmp_path
         return JSONResponse({"error": "invalid_scope",
                              "error_description": "mcp:admin is not granted"}, status_code=400)
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/token", token,
-                                                                   methods=["POST"])]),
-                                           host="127.0.0.1", port=port, log_level="error"))
-    subject = tmp_path / "subject"
-    subject.write_text("caller-own-token-0123456789\n")
-    settings = OAuthSettings(grant="token_exchange", subject_token_file=str(subject),
-                             client_id="hub", client_secret="s3cret-value",
-                             token_endpoint=f"http://127.0.0.1:{port}/token", scopes=["mcp:admin"])
-    store = TokenStore(FileStateStore(tmp_path / "oauth"), SecretBox(load_key(tmp_path)), "prot",
-                       UPSTREAM)
-    auth = ExchangeAuth("prot", UPSTREAM, store, settings, file_subject(str(subject)))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(20):
-            while not server.started:
-                await anyio.sleep(0.02)
+    with anyio.fail_after(20):
+        async with _serving([Route("/token", token, methods=["POST"])]) as port:
+            new_auth, store = _exchange(tmp_path, port, "caller-own-token-0123456789\n",
+                                        UPSTREAM, client_secret="s3cret-value",
+                                        scopes=["mcp:admin"])
+            auth = new_auth()
             with pytest.raises(ExchangeRefused) as refused:
                 await auth.token()
-        server.should_exit = True
     message = str(refused.value)
     assert message.startswith("prot: the authorization server refused the token exchange")
     assert "invalid_scope: mcp:admin is not granted" in message
@@ -138,23 +161,12 @@ async def test_an_exchanged_token_is_cached_sealed_redacted_and_renewed_once_on_
             return JSONResponse({"error": "invalid_token"}, status_code=401)
         return JSONResponse({"sent": sent})
 
-    port = free_port()
-    app = Starlette(routes=[Route("/token", token, methods=["POST"]),
-                            Route("/mcp", mcp, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    subject = tmp_path / "subject"
-    subject.write_text("subject-token-abcdef")
-    upstream = f"http://127.0.0.1:{port}/mcp"
-    settings = OAuthSettings(grant="token_exchange", subject_token_file=str(subject),
-                             client_id="hub", token_endpoint=f"http://127.0.0.1:{port}/token")
-    store = TokenStore(FileStateStore(tmp_path / "oauth"), SecretBox(load_key(tmp_path)), "prot",
-                       upstream)
-    auth = ExchangeAuth("prot", upstream, store, settings, file_subject(str(subject)))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(20):
-            while not server.started:
-                await anyio.sleep(0.02)
+    routes = [Route("/token", token, methods=["POST"]), Route("/mcp", mcp, methods=["POST"])]
+    with anyio.fail_after(20):
+        async with _serving(routes) as port:
+            upstream = f"http://127.0.0.1:{port}/mcp"
+            new_auth, _ = _exchange(tmp_path, port, "subject-token-abcdef", upstream)
+            auth = new_auth()
             async with httpx2.AsyncClient(auth=auth) as http:
                 # The first token is refused upstream: one more exchange, one resend.
                 first = await http.post(upstream, json={})
@@ -164,13 +176,12 @@ async def test_an_exchanged_token_is_cached_sealed_redacted_and_renewed_once_on_
                 again = await http.post(upstream, json={})
                 assert again.status_code == 200 and len(issued) == 2
                 # A fresh object (another replica) reads the stored token: no exchange.
-                other = ExchangeAuth("prot", upstream, store, settings, file_subject(str(subject)))
+                other = new_auth()
                 assert await other.token() == issued[-1] and len(issued) == 2
                 # The upstream refuses every token: one renewal, then the 401 stands.
                 refuse_all["on"] = True
                 refused = await http.post(upstream, json={})
                 assert refused.status_code == 401 and len(issued) == 3
-        server.should_exit = True
     assert redact(f"sent {issued[-1]}") == "sent [REDACTED]"
     stored = b"".join(p.read_bytes() for p in (tmp_path / "oauth").iterdir())
     assert b"opaque-upstream-token" not in stored and b"subject-token" not in stored

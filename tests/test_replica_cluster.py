@@ -21,9 +21,16 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from anyio.abc import ObjectSendStream
 
-from tests.hubtest import PY, ROOT, HttpHub, http_session, hub_env
+from tests.hubtest import (
+    PY,
+    ROOT,
+    HttpHub,
+    http_session,
+    hub_env,
+    rpc_messages,
+    send_sse_messages,
+)
 from tests.test_replicas import TOKEN, _cluster
 
 pytestmark = pytest.mark.anyio
@@ -115,15 +122,6 @@ async def test_a_pin_taken_on_one_replica_holds_on_the_others(
 _ACCEPT = "application/json, text/event-stream"
 
 
-def _messages(response: httpx2.Response) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of a POST answer, plain JSON or an SSE stream."""
-    if response.headers.get("content-type", "").startswith("application/json"):
-        body = response.json()
-        return body if isinstance(body, list) else [body]
-    return [json.loads(line[5:]) for line in response.text.splitlines()
-            if line.startswith("data:") and line[5:].strip()]
-
-
 class _RawSession:
     """One client session spoken in raw HTTP, so each request picks its replica."""
 
@@ -152,7 +150,7 @@ class _RawSession:
         r = await self.client.post(url, headers=self.headers(), json={
             "jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
         assert r.status_code == 200, r.text
-        answer = next(m for m in _messages(r) if m.get("id") == self._next)
+        answer = next(m for m in rpc_messages(r) if m.get("id") == self._next)
         assert "result" in answer, answer
         result: dict[str, Any] = answer["result"]
         return result
@@ -164,15 +162,9 @@ class _RawSession:
         async with self.client.stream("GET", url, headers=self.headers()) as response, \
                 anyio.create_task_group() as tg:
             assert response.status_code == 200
-            tg.start_soon(_read_events, response, send)
+            tg.start_soon(send_sse_messages, response, send)
             yield receive
             tg.cancel_scope.cancel()
-
-
-async def _read_events(response: httpx2.Response, send: ObjectSendStream[dict[str, Any]]) -> None:
-    async for line in response.aiter_lines():
-        if line.startswith("data:") and line[5:].strip():
-            await send.send(json.loads(line[5:]))
 
 
 async def _next_update(stream: anyio.abc.ObjectReceiveStream[Any], uri: str) -> None:

@@ -7,6 +7,8 @@ tests start a real redis-server (skipped, or failed under CI=true, without it).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from mcp_hub.downstream.replicas.sealed_session import SessionSealer
 from mcp_hub.pins.redis_store import RedisPinStore
 from mcp_hub.state import EmbeddedState, StateBackend, StateUnavailable, open_state
 from mcp_hub.state.redis_backend import RedisState
-from tests.hubtest import echo_server_toml, http_hub
+from tests.hubtest import HttpHub, echo_server_toml, http_hub, sse_events
 from tests.system_services import free_port, redis_server
 
 pytestmark = pytest.mark.anyio
@@ -69,13 +71,21 @@ async def _call(client: httpx2.AsyncClient, url: str, sid: str, token: str = TOK
               "params": {"name": "echo", "arguments": {"text": "hi"}}})
 
 
+@asynccontextmanager
+async def _two_replicas(config: Path, tmp: Path
+                        ) -> AsyncIterator[tuple[HttpHub, HttpHub, httpx2.AsyncClient]]:
+    """Two hubs of ``config`` (working in ``tmp/a`` and ``tmp/b``) and a client for both."""
+    (tmp / "a").mkdir()
+    (tmp / "b").mkdir()
+    async with http_hub(config, tmp / "a") as one, http_hub(config, tmp / "b") as two, \
+            httpx2.AsyncClient(timeout=20) as client:
+        yield one, two, client
+
+
 async def test_a_session_opened_on_one_replica_is_served_by_another(tmp_path: Path) -> None:
     config = _config(tmp_path)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
     with anyio.fail_after(90):
-        async with http_hub(config, tmp_path / "a") as one, \
-                http_hub(config, tmp_path / "b") as two, httpx2.AsyncClient(timeout=20) as client:
+        async with _two_replicas(config, tmp_path) as (one, two, client):
             sid = await _initialize(client, one.mcp_url)
             assert sid.startswith("s1.")
             answer = await _call(client, two.mcp_url, sid)
@@ -98,11 +108,8 @@ async def test_a_session_opened_on_one_replica_is_served_by_another(tmp_path: Pa
 
 async def test_without_a_secret_sessions_stay_on_their_replica(tmp_path: Path) -> None:
     config = _config(tmp_path, secret=False)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
     with anyio.fail_after(90):
-        async with http_hub(config, tmp_path / "a") as one, \
-                http_hub(config, tmp_path / "b") as two, httpx2.AsyncClient(timeout=20) as client:
+        async with _two_replicas(config, tmp_path) as (one, two, client):
             sid = await _initialize(client, one.mcp_url)
             assert not sid.startswith("s1.")
             assert (await _call(client, one.mcp_url, sid)).status_code == 200
@@ -203,14 +210,10 @@ async def _post(client: httpx2.AsyncClient, url: str, sid: str, body: dict[str, 
 
 
 async def test_log_level_crosses_replicas_and_delete_ends_every_copy(tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
     with anyio.fail_after(120):
         async with redis_server(tmp_path) as redis:
             config = _redis_config(tmp_path, redis.url)
-            async with http_hub(config, tmp_path / "a") as one, \
-                    http_hub(config, tmp_path / "b") as two, \
-                    httpx2.AsyncClient(timeout=20) as client:
+            async with _two_replicas(config, tmp_path) as (one, two, client):
                 sid = await _initialize(client, one.mcp_url)
                 await _post(client, one.mcp_url, sid,
                             {"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -254,28 +257,9 @@ async def test_pins_keep_the_last_copy_while_redis_is_down(tmp_path: Path) -> No
         assert late.report() is not None
 
 
-async def _sse(response: httpx2.Response) -> list[tuple[str | None, str]]:
-    """Every (event id, data) of an SSE response, until it ends."""
-    events: list[tuple[str | None, str]] = []
-    event_id: str | None = None
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line == "":
-            if data or event_id is not None:
-                events.append((event_id, "\n".join(data)))
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-    return events
-
-
 async def test_a_dropped_stream_resumes_on_another_replica(tmp_path: Path) -> None:
     from tests.fixtures_upstream import FIXTURES, PY, toml_str
 
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
     marker = tmp_path / "marker"
     with anyio.fail_after(120):
         async with redis_server(tmp_path) as redis:
@@ -287,9 +271,7 @@ async def test_a_dropped_stream_resumes_on_another_replica(tmp_path: Path) -> No
                 f"[servers.work]\ncommand = {toml_str(PY)}\n"
                 f"args = [{toml_str(str(FIXTURES / 'plain_server.py'))}]\n"
                 f"env = {{ PLAIN_MARKER = {toml_str(str(marker))} }}\n")
-            async with http_hub(config, tmp_path / "a") as one, \
-                    http_hub(config, tmp_path / "b") as two, \
-                    httpx2.AsyncClient(timeout=20) as client:
+            async with _two_replicas(config, tmp_path) as (one, two, client):
                 sid = await _initialize(client, one.mcp_url)
                 await _post(client, one.mcp_url, sid,
                             {"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -310,7 +292,7 @@ async def test_a_dropped_stream_resumes_on_another_replica(tmp_path: Path) -> No
                     async with client.stream("GET", two.mcp_url, headers={
                             **headers, "Last-Event-ID": last}) as r:
                         assert r.status_code == 200
-                        for event_id, data in await _sse(r):
+                        async for event_id, data in sse_events(r):
                             last = event_id or last
                             if '"id":5' in data:
                                 answer = data

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,9 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from tests.fixtures_upstream import FIXTURES, toml_str
-from tests.hubtest import PY, ROOT, HttpHub, http_hub, http_session
-from tests.system_services import RedisServer, haproxy, redis_server
+from tests.hubtest import PY, ROOT, HttpHub, http_session
+from tests.replica_support import replicas, shared_state
+from tests.system_services import RedisServer
 
 pytestmark = pytest.mark.anyio
 
@@ -38,11 +39,8 @@ def _config(tmp: Path, redis_url: str, extra: str = "") -> Path:
     path = tmp / "servers.toml"
     path.write_text(
         "[hub]\nstartup_timeout = 20\n\n" + extra +
-        "[hub.http]\n"
-        f'auth_tokens = ["{TOKEN}", "{OTHER_TOKEN}"]\n'
-        'session_secret = "${MCP_HUB_SESSION_SECRET}"\n'
-        f"rate_limit_per_minute = {RATE}\n\n"
-        f'[state]\nurl = "{redis_url}"\n\n'
+        shared_state(redis_url, f'auth_tokens = ["{TOKEN}", "{OTHER_TOKEN}"]\n'
+                                f"rate_limit_per_minute = {RATE}\n") +
         f"[servers.echo]\ncommand = {toml_str(PY)}\n"
         'args = ["-m", "tests.fixtures.echo_server"]\n'
         f"cwd = {toml_str(str(ROOT))}\n\n"
@@ -59,17 +57,8 @@ async def _cluster(tmp: Path, monkeypatch: pytest.MonkeyPatch, extra: str = ""
                    ) -> AsyncIterator[tuple[RedisServer, list[HttpHub], str]]:
     """redis-server, three hub replicas sharing it, haproxy in front; ``extra`` goes into
     the config after ``[hub]`` (more settings, e.g. a ``[pins]`` table)."""
-    monkeypatch.setenv("MCP_HUB_SESSION_SECRET", "a-shared-secret-of-the-three-replicas")
-    async with AsyncExitStack() as stack:
-        redis = await stack.enter_async_context(redis_server(tmp))
-        config = _config(tmp, redis.url, extra)
-        hubs = []
-        for i in range(3):
-            workdir = tmp / f"replica{i + 1}"
-            workdir.mkdir()
-            hubs.append(await stack.enter_async_context(http_hub(config, workdir)))
-        port = await stack.enter_async_context(haproxy([h.port for h in hubs], tmp))
-        yield redis, hubs, f"http://127.0.0.1:{port}/mcp"
+    async with replicas(tmp, monkeypatch, lambda url: _config(tmp, url, extra), 3) as running:
+        yield running.redis, running.hubs, running.url
 
 
 def _text(result: types.CallToolResult) -> str:

@@ -11,7 +11,6 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from mcp.types import JSONRPCMessage, JSONRPCNotification
 
 from mcp_hub.downstream.http.event_store import BoundedEventStore
 from tests.fixtures_upstream import FIXTURES, PY, toml_str
-from tests.hubtest import http_hub
+from tests.hubtest import http_hub, sse_events
 
 pytestmark = pytest.mark.anyio
 
@@ -64,21 +63,6 @@ def _headers(session: str) -> dict[str, str]:
     return {"Accept": ACCEPT, "mcp-session-id": session, "mcp-protocol-version": VERSION}
 
 
-async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str | None, str]]:
-    """(event id, data) of each SSE event of a streamed response."""
-    event_id: str | None = None
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line == "":
-            if data or event_id is not None:
-                yield event_id, "\n".join(data)
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-
-
 def _call(rid: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     # The progress token keeps the call on an SSE stream (a plain call may be answered
     # as one JSON body by the fast path, which has no events to resume).
@@ -94,7 +78,7 @@ async def test_drop_and_resume_with_last_event_id_gets_the_result(tmp_path: Path
             last: str | None = None
             async with http.stream("POST", hub.mcp_url, headers=_headers(session),
                                    json=_call(7, "work_sleep", {"seconds": 1.5})) as r:
-                async for event_id, _ in _events(r):
+                async for event_id, _ in sse_events(r):
                     last = event_id  # the priming event: a cursor to resume from
                     break
             assert last is not None
@@ -102,7 +86,7 @@ async def test_drop_and_resume_with_last_event_id_gets_the_result(tmp_path: Path
             headers = {**_headers(session), "Last-Event-ID": last}
             async with http.stream("GET", hub.mcp_url, headers=headers) as r:
                 assert r.status_code == 200
-                async for _, data in _events(r):
+                async for _, data in sse_events(r):
                     if not data:
                         continue
                     message = json.loads(data)
@@ -183,7 +167,7 @@ async def test_event_store_stays_bounded_under_1000_dropped_streams(tmp_path: Pa
                 async with limit, http.stream(
                         "POST", hub.mcp_url, headers=_headers(session),
                         json=_call(rid, "work_sleep", {"seconds": 0.2})) as r:
-                    async for _ in _events(r):
+                    async for _ in sse_events(r):
                         break  # dropped right after the priming event
 
             async def sample() -> None:
@@ -240,7 +224,7 @@ async def test_sse_connection_closing_cancels_its_calls_upstream(tmp_path: Path)
         async with http_hub(config, tmp_path) as hub, httpx2.AsyncClient(
                 timeout=httpx2.Timeout(30)) as http:
             async with http.stream("GET", f"{hub.base}/sse") as stream:
-                events = _events(stream)
+                events = sse_events(stream)
                 _, endpoint = await events.__anext__()
                 url = f"{hub.base}{endpoint}"
                 for body in (
@@ -269,7 +253,7 @@ async def test_a_session_ending_cancels_its_calls_upstream(tmp_path: Path) -> No
             session = await _open_session(http, hub.mcp_url)
             async with http.stream("POST", hub.mcp_url, headers=_headers(session),
                                    json=_call(3, "work_hang", {})) as r:
-                async for _ in _events(r):
+                async for _ in sse_events(r):
                     break
             while "called hang" not in _marker(tmp_path):  # bounded by fail_after
                 await anyio.sleep(0.05)

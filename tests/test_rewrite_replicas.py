@@ -7,16 +7,15 @@ rewritten the same way; each replica's status shows the exposed names it served.
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
 
-from tests.hubtest import http_hub, http_session
+from tests.hubtest import http_session
+from tests.replica_support import replicas, shared_state
 from tests.rewrite_support import PROFILE, REWRITES, TRACKER, structured, text
-from tests.system_services import haproxy, redis_server
 
 pytestmark = pytest.mark.anyio
 
@@ -27,31 +26,21 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 def _config(tmp: Path, redis_url: str) -> Path:
     path = tmp / "servers.toml"
     path.write_text(
-        "[hub]\nstartup_timeout = 20\n\n[hub.http]\n"
-        f'auth_tokens = ["{TOKEN}"]\n'
-        'session_secret = "${MCP_HUB_SESSION_SECRET}"\n\n'
-        f'[state]\nurl = "{redis_url}"\n\n' + TRACKER + REWRITES + PROFILE)
+        "[hub]\nstartup_timeout = 20\n\n"
+        + shared_state(redis_url, f'auth_tokens = ["{TOKEN}"]\n') + TRACKER + REWRITES + PROFILE)
     return path
 
 
 @pytest.mark.parametrize("profile", [None, "support"])
 async def test_two_replicas_rewrite_every_call_of_a_moving_session_alike(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str | None) -> None:
-    monkeypatch.setenv("MCP_HUB_SESSION_SECRET", "a-shared-secret-of-the-two-replicas")
     name, title = ("report_issue", "headline") if profile else ("tracker_new_issue", "summary")
     with anyio.fail_after(150):
-        async with AsyncExitStack() as stack:
-            redis = await stack.enter_async_context(redis_server(tmp_path))
-            config = _config(tmp_path, redis.url)
-            hubs = []
-            for i in range(2):
-                workdir = tmp_path / f"replica{i + 1}"
-                workdir.mkdir()
-                hubs.append(await stack.enter_async_context(http_hub(config, workdir)))
-            ports = [h.port for h in hubs]
-            port = await stack.enter_async_context(haproxy([*ports, ports[0]], tmp_path))
+        async with replicas(tmp_path, monkeypatch, lambda url: _config(tmp_path, url),
+                            2) as running:
             path = f"/p/{profile}/mcp" if profile else "/mcp"
-            async with http_session(f"http://127.0.0.1:{port}{path}", headers=AUTH) as session:
+            async with http_session(f"http://127.0.0.1:{running.port}{path}",
+                                    headers=AUTH) as session:
                 for i in range(6):
                     listed = {t.name: t for t in (await session.list_tools()).tools}
                     assert title in listed[name].input_schema["properties"]
@@ -64,6 +53,6 @@ async def test_two_replicas_rewrite_every_call_of_a_moving_session_alike(
                                                              "owner": "evil"})
                     assert refused.is_error and "owner" in text(refused)
             async with httpx2.AsyncClient(timeout=30) as client:
-                for hub in hubs:
+                for hub in running.hubs:
                     status = (await client.get(f"{hub.base}/status.json", headers=AUTH)).json()
                     assert name in {c["tool"] for c in status["recent_calls"]}, status

@@ -30,10 +30,17 @@ import anyio
 import httpx2
 import pytest
 import redis.asyncio as aioredis
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.abc import ObjectReceiveStream
 
 from tests.fixtures_upstream import FIXTURES, PY, toml_str
-from tests.hubtest import HttpHub, echo_server_toml, http_hub
+from tests.hubtest import (
+    HttpHub,
+    echo_server_toml,
+    http_hub,
+    rpc_messages,
+    send_sse_messages,
+    sse_events,
+)
 from tests.system_services import redis_server
 
 pytestmark = pytest.mark.anyio
@@ -80,20 +87,12 @@ async def _open(client: httpx2.AsyncClient, url: str, token: str) -> str:
     return sid
 
 
-def _messages(response: httpx2.Response) -> list[dict[str, Any]]:
-    if response.headers.get("content-type", "").startswith("application/json"):
-        body = response.json()
-        return body if isinstance(body, list) else [body]
-    return [json.loads(line[5:]) for line in response.text.splitlines()
-            if line.startswith("data:") and line[5:].strip()]
-
-
 async def _request(client: httpx2.AsyncClient, url: str, token: str, sid: str, method: str,
                    params: dict[str, Any], rid: int = 1) -> dict[str, Any]:
     r = await client.post(url, headers=_headers(token, sid), json={
         "jsonrpc": "2.0", "id": rid, "method": method, "params": params})
     assert r.status_code == 200, r.text
-    answer = next(m for m in _messages(r) if m.get("id") == rid)
+    answer = next(m for m in rpc_messages(r) if m.get("id") == rid)
     assert "result" in answer, answer
     result: dict[str, Any] = answer["result"]
     return result
@@ -105,12 +104,6 @@ async def _ping(client: httpx2.AsyncClient, url: str, token: str, sid: str) -> i
     return r.status_code
 
 
-async def _read_events(response: httpx2.Response, send: ObjectSendStream[dict[str, Any]]) -> None:
-    async for line in response.aiter_lines():
-        if line.startswith("data:") and line[5:].strip():
-            await send.send(json.loads(line[5:]))
-
-
 @asynccontextmanager
 async def _get_stream(client: httpx2.AsyncClient, url: str, token: str, sid: str
                       ) -> AsyncIterator[ObjectReceiveStream[dict[str, Any]]]:
@@ -119,7 +112,7 @@ async def _get_stream(client: httpx2.AsyncClient, url: str, token: str, sid: str
     async with client.stream("GET", url, headers=_headers(token, sid)) as response, \
             anyio.create_task_group() as tg:
         assert response.status_code == 200
-        tg.start_soon(_read_events, response, send)
+        tg.start_soon(send_sse_messages, response, send)
         yield receive
         tg.cancel_scope.cancel()
 
@@ -307,21 +300,6 @@ async def test_an_idle_sealed_id_is_not_rebuilt_on_another_replica(tmp_path: Pat
 # -- a refused request touches nothing --------------------------------------------------
 
 
-async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str | None, str]]:
-    """(event id, data) of each SSE event of a streamed response."""
-    event_id: str | None = None
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line == "":
-            if data or event_id is not None:
-                yield event_id, "\n".join(data)
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-
-
 @pytest.mark.parametrize("sealed", [False, True], ids=["plain", "sealed"])
 async def test_a_refused_resume_leaves_the_owners_events_intact(tmp_path: Path,
                                                                  sealed: bool) -> None:
@@ -336,7 +314,7 @@ async def test_a_refused_resume_leaves_the_owners_events_intact(tmp_path: Path,
                 "_meta": {"progressToken": "p7"}}}
             async with client.stream("POST", hub.mcp_url, headers=_headers(CAROL, carol),
                                      json=call) as r:
-                async for event_id, _ in _events(r):
+                async for event_id, _ in sse_events(r):
                     last = event_id  # the priming event: Carol's cursor
                     break
             assert last is not None
@@ -354,7 +332,7 @@ async def test_a_refused_resume_leaves_the_owners_events_intact(tmp_path: Path,
                     **_headers(CAROL, carol), "Last-Event-ID": last}) as r:
                 assert r.status_code == 200
                 with anyio.fail_after(20):
-                    async for _, data in _events(r):
+                    async for _, data in sse_events(r):
                         message = json.loads(data) if data else {}
                         if message.get("id") == 7:
                             answer = message

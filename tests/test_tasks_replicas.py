@@ -13,7 +13,7 @@ identity gets the same error as for an id that never existed, on either replica.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,8 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.hubtest import EVERYTHING, HttpHub, http_hub, write_config
-from tests.system_services import haproxy, redis_server
+from tests.hubtest import EVERYTHING, HttpHub, everything_toml, write_config
+from tests.replica_support import replicas, shared_state
 from tests.test_everything import everything_http
 from tests.test_tasks import TaskClient, _client, _until_done
 
@@ -43,24 +43,13 @@ OTHER_TOKEN = "tasks-replica-token-bbbbbbbbbbbbbbbbbbbbbbb"
 async def _cluster(tmp: Path, monkeypatch: pytest.MonkeyPatch
                    ) -> AsyncIterator[tuple[list[HttpHub], str]]:
     """redis-server, server-everything, two replicas, haproxy; yields them and its /mcp URL."""
-    monkeypatch.setenv("MCP_HUB_SESSION_SECRET", "a-shared-secret-of-the-two-replicas")
-    async with AsyncExitStack() as stack:
-        redis = await stack.enter_async_context(redis_server(tmp))
-        upstream = await stack.enter_async_context(everything_http(tmp))
-        config = write_config(
-            tmp, f'[servers.ev]\nurl = "{upstream}"\nprefix = ""\n\n[tool_search]\nmode = "off"\n',
-            hub=(f'[hub.http]\nauth_tokens = ["{TOKEN}", "{OTHER_TOKEN}"]\n'
-                 'session_secret = "${MCP_HUB_SESSION_SECRET}"\n\n'
-                 f'[state]\nurl = "{redis.url}"\n'))
-        hubs = []
-        for i in range(2):
-            workdir = tmp / f"replica{i + 1}"
-            workdir.mkdir()
-            hubs.append(await stack.enter_async_context(http_hub(config, workdir)))
-        # deploy/haproxy/haproxy.cfg names three backends: replica B fills the third.
-        port = await stack.enter_async_context(
-            haproxy([hubs[0].port, hubs[1].port, hubs[1].port], tmp))
-        yield hubs, f"http://127.0.0.1:{port}/mcp"
+    async with everything_http(tmp) as upstream:
+        def config(redis_url: str) -> Path:
+            return write_config(tmp, everything_toml(upstream), hub=shared_state(
+                redis_url, f'auth_tokens = ["{TOKEN}", "{OTHER_TOKEN}"]\n'))
+
+        async with replicas(tmp, monkeypatch, config, 2) as running:
+            yield running.hubs, running.url
 
 
 @asynccontextmanager

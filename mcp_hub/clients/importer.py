@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,30 +212,39 @@ def _note_ignored_keys(entry: dict[str, Any], where: str, ctx: ImportContext) ->
 
 def _env_lines(entry: dict[str, Any], name: str, where: str, ctx: ImportContext, *,
                command: bool) -> list[str]:
-    env = _str_map(entry.get("env"), where + ".env", ctx)
-    if env and not command:
-        ctx.warnings.append(f"{where}: 'env' has no meaning for a remote server; ignored")
-    if not env or not command:
-        return []
-    lines = ["", f"[servers.{toml_key(name)}.env]"]
-    for key, value in env.items():
-        w = f"{where}.env.{key}"
+    """``[servers.NAME.env]``: each value kept, or a ``${VAR}`` in place of a secret."""
+    def value(key: str, raw: str, w: str) -> str:
         var = key if ENV_NAME.match(key) else env_var_name(name, key)
-        lines.append(f"{toml_key(key)} = {toml_str(guard_secret(key, value, var, w, ctx))}")
-    return lines
+        return guard_secret(key, raw, var, w, ctx)
+
+    return _map_table(entry, "env", name, where, ctx, value,
+                      applies=command, misfit="a remote server")
 
 
 def _header_lines(entry: dict[str, Any], name: str, where: str, ctx: ImportContext, *,
                   remote: bool) -> list[str]:
-    headers = _str_map(entry.get("headers"), where + ".headers", ctx)
-    if headers and not remote:
-        ctx.warnings.append(f"{where}: 'headers' has no meaning for a stdio server; ignored")
-    if not headers or not remote:
+    """``[servers.NAME.headers]``: each value through :func:`convert_header`."""
+    def value(key: str, raw: str, w: str) -> str:
+        return convert_header(key, raw, name, w, ctx)
+
+    return _map_table(entry, "headers", name, where, ctx, value,
+                      applies=remote, misfit="a stdio server")
+
+
+def _map_table(entry: dict[str, Any], key: str, name: str, where: str, ctx: ImportContext,
+               value: Callable[[str, str, str], str], *, applies: bool, misfit: str
+               ) -> list[str]:
+    """The ``[servers.NAME.KEY]`` table of the entry's string map ``KEY``, each value
+    through ``value(key, raw, where)``; nothing (and a warning if the map is there) when
+    ``KEY`` does not apply to this kind of server, ``misfit``."""
+    values = _str_map(entry.get(key), f"{where}.{key}", ctx)
+    if values and not applies:
+        ctx.warnings.append(f"{where}: {key!r} has no meaning for {misfit}; ignored")
+    if not values or not applies:
         return []
-    lines = ["", f"[servers.{toml_key(name)}.headers]"]
-    for key, value in headers.items():
-        w = f"{where}.headers.{key}"
-        lines.append(f"{toml_key(key)} = {toml_str(convert_header(key, value, name, w, ctx))}")
+    lines = ["", f"[servers.{toml_key(name)}.{key}]"]
+    for k, raw in values.items():
+        lines.append(f"{toml_key(k)} = {toml_str(value(k, raw, f'{where}.{key}.{k}'))}")
     return lines
 
 

@@ -58,16 +58,7 @@ def server_shape(key: tuple[Any, ...]) -> Shape:
         attrs["mcp.session.id"] = session_id
     if transport == "tcp":
         attrs["network.protocol.name"] = "http"
-    other = None
-    if target is not None:
-        attr = _TARGET_ATTR.get(method)
-        if attr is not None:
-            attrs[attr] = target
-        if method == "tools/call":
-            attrs["gen_ai.operation.name"] = "execute_tool"
-            other = {**labels, "gen_ai.tool.name": OTHER}
-            labels["gen_ai.tool.name"] = target
-    return Shape(f"{method} {target}" if target else method, attrs, labels, other)
+    return _targeted(method, target, attrs, labels, unknown_tools=True)
 
 
 def client_shape(key: tuple[Any, ...]) -> Shape:
@@ -76,12 +67,22 @@ def client_shape(key: tuple[Any, ...]) -> Shape:
     transport = "pipe" if transport == "stdio" else "tcp"
     labels = {"mcp.method.name": method, "mcp_hub.upstream.name": server,
               "network.transport": transport}
-    attrs: dict[str, Any] = dict(labels)
+    return _targeted(method, target, dict(labels), labels, unknown_tools=False)
+
+
+def _targeted(method: str, target: str | None, attrs: dict[str, Any], labels: dict[str, str],
+              *, unknown_tools: bool) -> Shape:
+    """The shape of ``method`` on ``target``: its target attribute and, for a tool call,
+    the operation name and the tool as a label; with ``unknown_tools`` also the labels
+    for a tool the hub does not know (``_OTHER``)."""
+    other = None
     if target is not None:
         attr = _TARGET_ATTR.get(method)
         if attr is not None:
             attrs[attr] = target
         if method == "tools/call":
             attrs["gen_ai.operation.name"] = "execute_tool"
+            if unknown_tools:
+                other = {**labels, "gen_ai.tool.name": OTHER}
             labels["gen_ai.tool.name"] = target
-    return Shape(f"{method} {target}" if target else method, attrs, labels)
+    return Shape(f"{method} {target}" if target else method, attrs, labels, other)
