@@ -33,7 +33,8 @@ SDK_BASES = {"StreamableHTTPSessionManager", "HookedSessionManager", "Streamable
 #: Private names of other libraries' objects the hub relies on (all in the door).
 PRIVATE = {
     "_handle_stateful_request", "_admit_session", "_serve_opening_request", "_discard_session",
-    "_server_instances", "_session_owners", "_session_creation_lock", "_requests_in_flight",
+    "_server_instances", "_session_owners", "_session_creation_lock", "_lifespan_state",
+    "_requests_in_flight",
     "_idle_timeout", "_request_streams", "_read_stream_writer", "_jwk_data",
     "_preferred_temporality", "_preferred_aggregation", "_stamp", "_dispatcher", "_allocate_id",
     "_connection", "_later_revision_fields", "_Pending",
