@@ -23,9 +23,10 @@ valid, so no replica rebuilds it.
 
 :class:`SealedSessions` is one session manager's part of this
 (:mod:`~mcp_hub.downstream.http.session_manager` calls it from the hooks the
-compat door gives the SDK's manager); ``tests/test_replica_sessions.py`` pins
-the behaviour across SDK updates. The HTTP fast path asks the manager's
-:meth:`~SealedSessions.usable` before it serves a live session.
+compat door gives the SDK's manager); ``tests/test_replicas.py`` and
+``tests/test_sealed_session_guards.py`` pin the behaviour across SDK updates. The
+HTTP fast path asks the manager's :meth:`~SealedSessions.usable` before it serves
+a live session.
 """
 
 from __future__ import annotations
@@ -384,6 +385,7 @@ class SealedSessions:
 
     @property
     def sealing(self) -> bool:
+        """Whether ids are sealed (``[hub.http] session_secret`` set); else this part is inert."""
         return self._replicas.sealer is not None
 
     async def handle(self, scope: Scope, receive: Receive, send: Send,
