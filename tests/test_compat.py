@@ -33,7 +33,8 @@ SDK_BASES = {"StreamableHTTPSessionManager", "HookedSessionManager", "Streamable
 #: Private names of other libraries' objects the hub relies on (all in the door).
 PRIVATE = {
     "_handle_stateful_request", "_admit_session", "_serve_opening_request", "_discard_session",
-    "_server_instances", "_session_owners", "_session_creation_lock", "_requests_in_flight",
+    "_server_instances", "_session_owners", "_session_creation_lock", "_lifespan_state",
+    "_requests_in_flight",
     "_idle_timeout", "_request_streams", "_read_stream_writer", "_jwk_data",
     "_preferred_temporality", "_preferred_aggregation", "_stamp", "_dispatcher", "_allocate_id",
     "_connection", "_later_revision_fields", "_Pending",
@@ -200,3 +201,17 @@ def test_the_scan_finds_a_stray() -> None:
     """)
     strays = list(_strays(ROOT / "mcp_hub" / "x.py", ast.parse(source)))
     assert len(strays) == 6, strays
+
+
+def test_one_hub_class_derives_from_the_doors_session_manager() -> None:
+    """The hub's HTTP sessions are one class: pool, resume and replica sessions are parts
+    it owns (mcp_hub.downstream.http.session_manager), not bases mixed together."""
+    import mcp_hub.downstream.http.app  # noqa: F401  (imports every session module)
+    from mcp_hub.compat.sdk_http import HookedSessionManager
+
+    def below(cls: type) -> list[type]:
+        return [c for sub in cls.__subclasses__() for c in (sub, *below(sub))]
+
+    hub_classes = {f"{c.__module__}.{c.__qualname__}" for c in below(HookedSessionManager)
+                   if c.__module__.startswith("mcp_hub.")}
+    assert hub_classes == {"mcp_hub.downstream.http.session_manager.HubSessionManager"}

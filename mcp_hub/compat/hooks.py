@@ -155,6 +155,8 @@ HOOKS: tuple[Hook, ...] = (
     Hook(HTTP_SESSIONS, f"{_MANAGER}._task_group", _attribute(_manager, "_task_group"), required=True),
     Hook(HTTP_SESSIONS, f"{_MANAGER}._session_creation_lock",
          _attribute(_manager, "_session_creation_lock"), required=True),
+    Hook(HTTP_SESSIONS, f"{_MANAGER}._lifespan_state", _attribute(_manager, "_lifespan_state"),
+         required=True),
     Hook(HTTP_FAST_PATH, f"{_TRANSPORT}._requests_in_flight",
          _attribute(_transport, "_requests_in_flight", int)),
     Hook(HTTP_FAST_PATH, f"{_TRANSPORT}._idle_timeout", _attribute(_transport, "_idle_timeout", float)),

@@ -93,6 +93,11 @@ class HookedSessionManager(StreamableHTTPSessionManager):
         """Held while a session is created."""
         return self._session_creation_lock
 
+    @property
+    def lifespan_state(self) -> Any:
+        """The server's lifespan state while the manager runs, handed to each session."""
+        return self._lifespan_state
+
 
 def requests_in_flight(transport: StreamableHTTPServerTransport | None) -> int:
     """How many requests the transport counts as in flight (no idle expiry meanwhile)."""

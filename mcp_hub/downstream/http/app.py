@@ -19,7 +19,8 @@ allowed → 421, a foreign Origin → 403; :mod:`~mcp_hub.downstream.http.host_r
 bearer-token auth (401 with ``WWW-Authenticate``; ``/healthz`` and ``/readyz`` stay open for
 probes). Tokens are compared in constant time and never logged. Below the app, the HTTP
 protocol bounds headers, time and unauthenticated connections
-(:mod:`~mcp_hub.downstream.http.limits`); sessions of every endpoint share one pool
+(:mod:`~mcp_hub.downstream.http.limits`); each endpoint's sessions have one manager
+(:mod:`~mcp_hub.downstream.http.session_manager`), and every endpoint shares one pool
 (:mod:`~mcp_hub.downstream.http.session_pool`).
 """
 
@@ -31,7 +32,6 @@ import logging
 import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Iterable
-from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -50,7 +50,6 @@ from mcp_hub.auth.authenticator import COOKIE_NAME, Authenticator, AuthFailure, 
 from mcp_hub.auth.browser import safe_next
 from mcp_hub.auth.identity import Identity
 from mcp_hub.compat import hooks
-from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.config.model import HttpConfig
 from mcp_hub.downstream.draining import DrainGuard
 from mcp_hub.downstream.http.body import BodyLimit, request_body
@@ -59,13 +58,13 @@ from mcp_hub.downstream.http.fastpath import HttpFastPath, freeze_startup_heap
 from mcp_hub.downstream.http.forwarded import ForwardedHeaders
 from mcp_hub.downstream.http.host_rules import HostRules
 from mcp_hub.downstream.http.limits import admit_connection
-from mcp_hub.downstream.http.resume import DroppedStreamWatcher, ResumableSessionManager, Resumption
-from mcp_hub.downstream.http.session_pool import PooledSessionManager, SessionPool
+from mcp_hub.downstream.http.resume import DroppedStreamWatcher, Resumption
+from mcp_hub.downstream.http.session_manager import HubSessionManager
+from mcp_hub.downstream.http.session_pool import SessionPool
 from mcp_hub.downstream.http.sse_routes import sse_endpoints
 from mcp_hub.downstream.http.status_page import STATUS_PAGE_HTML
 from mcp_hub.downstream.identity import IDENTITY_KEY, build_authenticator, scope_caller
 from mcp_hub.downstream.jsonrpc import INVALID_ID, PARSE_TOO_DEEP, has_invalid_id, request_id_of
-from mcp_hub.downstream.replicas.sessions import ReplicaSessionManager
 from mcp_hub.downstream.replicas.shared_rate import SharedRateLimit
 from mcp_hub.downstream.replicas.wiring import (
     add_replica_middleware,
@@ -313,20 +312,15 @@ def _security(bind_host: str, http: HttpConfig) -> TransportSecuritySettings:
     return HostRules.for_bind(bind_host, http.allowed_hosts, http.allowed_origins).sdk_settings()
 
 
-class _HubSessionManager(PooledSessionManager, ResumableSessionManager, ReplicaSessionManager):
-    """Sessions under the one global cap (session_pool) whose dropped streams resume (resume),
-    served by any replica (replica_sessions)."""
-
-
-def _session_owner_check(managers: Iterable[HookedSessionManager]
+def _session_owner_check(managers: Iterable[HubSessionManager]
                          ) -> Callable[[str, Scope], bool]:
     """(session id, scope) -> whether the request may act on that session of its endpoint."""
-    by_path = {str(getattr(m, "endpoint", "")): m for m in managers}
+    by_path = {m.endpoint: m for m in managers}
 
     def may_use(session_id: str, scope: Scope) -> bool:
-        check = getattr(by_path.get(scope.get("path", "")), "may_use", None)
+        manager = by_path.get(scope.get("path", ""))
         # An endpoint without sessions of its own: the watcher's refusal rule still holds.
-        return bool(check(session_id, scope)) if callable(check) else True
+        return True if manager is None else manager.may_use(session_id, scope)
 
     return may_use
 
@@ -387,12 +381,14 @@ def build_app(hub: ServingHub, *, host: str, http: HttpConfig, stateless: bool =
         BoundedEventStore(http.event_store_max_events, http.event_store_max_bytes),
         hub.open_calls, http.resume_grace_seconds)
     replicas = replica_sessions_for(hub, http)
-    managers: dict[str | None, HookedSessionManager] = {
-        name: (PooledSessionManager if stateless else partial(
-            _HubSessionManager, resumption=resumption, replicas=replicas))(
+    managers: dict[str | None, HubSessionManager] = {
+        name: HubSessionManager(
             server,
             pool=pool,
             endpoint="/mcp" if name is None else f"/p/{name}/mcp",
+            # A stateless manager keeps no sessions: nothing to resume or rebuild.
+            resumption=None if stateless else resumption,
+            replicas=None if stateless else replicas,
             stateless=stateless,
             security_settings=security,
             max_request_body_size=http.max_body_bytes,
@@ -440,8 +436,7 @@ def build_app(hub: ServingHub, *, host: str, http: HttpConfig, stateless: bool =
     if not stateless and compat.feature_ok(hooks.HTTP_FAST_PATH):
         app.add_middleware(HttpFastPath, hub=hub, served=fast_served,
                            bus=bus, endpoints={
-            manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()
-            if isinstance(manager, PooledSessionManager)})
+            manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()})
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard)
     # Every body is read here, once, bounded: no layer below reads one itself.

@@ -13,8 +13,9 @@ notices the stream ended before the answer was sent and starts a grace window
 - the session ends (``DELETE``, idle expiry, shutdown): its calls are cancelled
   at once.
 
-:class:`ResumableSessionManager` gives each session its own view of the shared
-store and reports session ends; :class:`DroppedStreamWatcher` is the ASGI layer
+:class:`ResumableSessions` (a part of the session manager,
+:mod:`~mcp_hub.downstream.http.session_manager`) gives each session its own view
+of the shared store and reports session ends; :class:`DroppedStreamWatcher` is the ASGI layer
 that sees a response stream end early; :class:`Resumption` keeps the windows.
 """
 
@@ -24,14 +25,13 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 from mcp.server.streamable_http import EventStore, StreamableHTTPServerTransport
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.downstream.http.body import request_body
 from mcp_hub.downstream.http.event_store import BoundedEventStore, SessionEvents
 from mcp_hub.hub.open_calls import OpenCalls
@@ -39,7 +39,7 @@ from mcp_hub.hub.open_calls import OpenCalls
 if TYPE_CHECKING:
     from mcp_hub.downstream.replicas.event_mirror import EventMirror
 
-__all__ = ["DroppedStreamWatcher", "ResumableSessionManager", "Resumption"]
+__all__ = ["DroppedStreamWatcher", "ResumableSessions", "Resumption"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,41 +115,36 @@ class Resumption:
         self.calls.abandon_session(session_id, "its session ended")
 
 
-class ResumableSessionManager(HookedSessionManager):
-    """The SDK session manager, with a per-session view of one bounded event store.
+class ResumableSessions:
+    """One session manager's part of the resumption: each session its own view of the store.
 
-    The manager hands ``self.event_store`` to each session's transport as it
-    creates it; here that attribute is a property returning a fresh view, so
-    every session gets its own (and a replay cannot cross sessions).
+    The SDK hands the manager's ``event_store`` to each session's transport as it
+    creates it; the manager answers that with :meth:`view`, a fresh view, so every
+    session gets its own (and a replay cannot cross sessions). :meth:`admitted`
+    binds that view to the session's final id, :meth:`discarded` forgets it and
+    reports the session's end.
     """
 
-    def __init__(self, *args: Any, resumption: Resumption, **kwargs: Any) -> None:
+    def __init__(self, resumption: Resumption) -> None:
         self._resumption = resumption
         self._views: dict[str, SessionEvents] = {}
         self._fresh: SessionEvents | None = None
-        super().__init__(*args, **kwargs)
 
-    @property  # type: ignore[override]
-    def event_store(self) -> EventStore:
+    def view(self) -> EventStore:
+        """A new view of the shared store, for the session being admitted."""
         view = self._resumption.events.view()
         self._fresh = view
         return view
 
-    @event_store.setter
-    def event_store(self, value: EventStore | None) -> None:
-        """Ignored: every session gets a view of the resumption's store."""
-
-    def admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
-        transport = super().admit_session(requestor)
+    def admitted(self, transport: StreamableHTTPServerTransport | None) -> None:
+        """The admission ended (``transport`` None: refused): bind its view to the id."""
         view, self._fresh = self._fresh, None
         if transport is not None and view is not None and transport.mcp_session_id:
             self._resumption.events.bind(view, transport.mcp_session_id)
             self._views[transport.mcp_session_id] = view
-        return transport
 
-    async def discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
-                               ) -> None:
-        await super().discard_session(session_id, transport)
+    def discarded(self, session_id: str) -> None:
+        """The session ended: its view goes, its open calls are cancelled."""
         view = self._views.pop(session_id, None)
         if view is not None:
             self._resumption.events.forget(view)

@@ -14,11 +14,11 @@ idle timeout, and every profile endpoint adds a cap of its own. Here:
 * :meth:`SessionPool.describe` lists every live session for the status page
   (ids shortened: a session id is not for display).
 
-:class:`PooledSessionManager` is the SDK's manager with admission, use and
-discard routed through the pool. It overrides the manager's internal steps
-(``_admit_session``, ``_serve_opening_request``, ``_discard_session``) and reads
-the transport's in-flight count; the SDK has no public hooks for these, so
-``tests/security/test_session_cap.py`` pins the behaviour across SDK updates.
+:class:`PoolAdmission` is one endpoint's part of the pool: the session manager
+(:mod:`~mcp_hub.downstream.http.session_manager`) calls it on admission, use,
+the opening request and discard. It reads the transport's in-flight count
+through the compat door; ``tests/security/test_session_cap.py`` pins the
+behaviour across SDK updates.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import (
@@ -35,21 +35,25 @@ from mcp.server.auth.middleware.bearer_auth import (
     AuthorizationContext,
     authorization_context,
 )
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
-from starlette.types import Receive, Scope, Send
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from starlette.types import Scope
 
-from mcp_hub.compat.sdk_http import HookedSessionManager, requests_in_flight
+from mcp_hub.compat.sdk_http import requests_in_flight
 
-__all__ = ["PooledSessionManager", "SessionPool"]
+__all__ = ["Evictable", "PoolAdmission", "SessionPool"]
 
 logger = logging.getLogger(__name__)
 
-_HEADER = MCP_SESSION_ID_HEADER.lower().encode("latin-1")
+class Evictable(Protocol):
+    """A session manager the pool can take an idle session from."""
+
+    def evict(self, sid: str) -> None:
+        """Forget ``sid`` now (it answers 404 from here on) and end it in the background."""
 
 
 @dataclass
 class _Session:
-    manager: PooledSessionManager | None
+    manager: Evictable | None
     transport: StreamableHTTPServerTransport | None
     endpoint: str
     created: float = field(default_factory=time.time)
@@ -76,7 +80,7 @@ class SessionPool:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def add(self, sid: str, endpoint: str, manager: PooledSessionManager | None = None,
+    def add(self, sid: str, endpoint: str, manager: Evictable | None = None,
             transport: StreamableHTTPServerTransport | None = None) -> None:
         self._sessions[sid] = _Session(manager, transport, endpoint)
 
@@ -130,52 +134,47 @@ class SessionPool:
                 "refused": self.refused, "sessions": sessions}
 
 
-class PooledSessionManager(HookedSessionManager):
-    """The SDK's session manager, with its sessions kept in a shared :class:`SessionPool`."""
+class PoolAdmission:
+    """One endpoint's part of the shared :class:`SessionPool`, for its session manager.
 
-    def __init__(self, app: Any, *, pool: SessionPool, endpoint: str, **kwargs: Any) -> None:
-        super().__init__(app, max_sessions=None, **kwargs)
+    The manager (:class:`~mcp_hub.downstream.http.session_manager.HubSessionManager`)
+    calls it at each step of a session: :meth:`used` on every request of a live
+    session, :meth:`make_room` before a session is admitted, :meth:`admitted` once it
+    has its final id, :meth:`opened` after its opening request, :meth:`discarded`
+    when it ends.
+    """
+
+    def __init__(self, pool: SessionPool, endpoint: str) -> None:
         self.pool = pool
+        #: ``/mcp`` or ``/p/NAME/mcp``: shown in status, sealed into replica ids.
         self.endpoint = endpoint
 
-    async def handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        sid = next((v.decode("latin-1") for k, v in scope["headers"] if k == _HEADER), None)
-        if sid is not None and sid in self.transports and self._owned_by(sid, scope):
-            self.pool.touch(sid)  # only the owner's request counts as a use
-        await super().handle_stateful_request(scope, receive, send)
-
-    def _owned_by(self, sid: str, scope: Scope) -> bool:
-        """Whether the request behind ``scope`` is of the identity that opened ``sid``."""
+    def used(self, sid: str, scope: Scope, owner: AuthorizationContext | None) -> None:
+        """A request for the live session ``sid``: only its owner's counts as a use."""
         user = scope.get("user")
         requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
-        return requestor == self.owners.get(sid)
+        if requestor == owner:
+            self.pool.touch(sid)
 
-    def admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
-        if not self.pool.make_room():
-            return None
-        transport = super().admit_session(requestor)
-        if transport is not None and transport.mcp_session_id is not None:
-            self.pool.add(transport.mcp_session_id, self.endpoint, self, transport)
-        return transport
+    def make_room(self) -> bool:
+        """Whether a new session may be admitted (evicting the LRU idle one if need be)."""
+        return self.pool.make_room()
 
-    async def serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
-                                     scope: Scope, receive: Receive, send: Send) -> None:
-        await super().serve_opening_request(http_transport, scope, receive, send)
-        # A session that has seen only its initialize gets a short lease; the next
-        # request (notifications/initialized, normally at once) restores the full one.
-        idle = http_transport.idle_scope
-        sid = http_transport.mcp_session_id
+    def admitted(self, transport: StreamableHTTPServerTransport, manager: Evictable) -> None:
+        """A new session of ``manager``, under its final id, joins the pool."""
+        if transport.mcp_session_id is not None:
+            self.pool.add(transport.mcp_session_id, self.endpoint, manager, transport)
+
+    def opened(self, transport: StreamableHTTPServerTransport) -> None:
+        """The opening request was served: a session that has seen only its initialize
+        gets a short lease; the next request (notifications/initialized, normally at
+        once) restores the full one."""
+        idle = transport.idle_scope
+        sid = transport.mcp_session_id
         if (idle is not None and sid is not None and self.pool.only_opened(sid)
-                and not requests_in_flight(http_transport)):
+                and not requests_in_flight(transport)):
             idle.deadline = min(idle.deadline, anyio.current_time() + self.pool.init_timeout)
 
-    async def discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
-        self.pool.forget(session_id)
-        await super().discard_session(session_id, transport)
-
-    def evict(self, sid: str) -> None:
-        """Forget ``sid`` now (it answers 404 from here on) and end it in the background."""
-        transport = self.transports.pop(sid, None)
-        self.owners.pop(sid, None)
-        if transport is not None and self.task_group is not None:
-            self.task_group.start_soon(self.discard_session, sid, transport)
+    def discarded(self, sid: str) -> None:
+        """The session ended: it leaves the pool."""
+        self.pool.forget(sid)

@@ -21,12 +21,12 @@ it, as the shared store records, or this replica saw). A DELETE puts the id in a
 closed set, locally and in the shared store, for as long as the id could be
 valid, so no replica rebuilds it.
 
-:class:`ReplicaSessionManager` overrides internal steps of the SDK's session
-manager (``_handle_stateful_request``, ``_admit_session``), as
-:mod:`~mcp_hub.downstream.http.session_pool` does; ``tests/test_replica_sessions.py``
-pins the behaviour across SDK updates. The HTTP fast path calls
-:meth:`ReplicaSessionManager.local_or_recovered` to obtain a session's
-transport whichever replica opened it.
+:class:`SealedSessions` is one session manager's part of this
+(:mod:`~mcp_hub.downstream.http.session_manager` calls it from the hooks the
+compat door gives the SDK's manager); ``tests/test_replicas.py`` and
+``tests/test_sealed_session_guards.py`` pin the behaviour across SDK updates. The
+HTTP fast path asks the manager's :meth:`~SealedSessions.usable` before it serves
+a live session.
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
+import anyio.abc
 from anyio.abc import TaskStatus
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext, authorization_context
 from mcp.server.connection import Connection
@@ -51,7 +52,6 @@ from mcp.shared.transport_context import TransportContext
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from mcp_hub.compat.sdk_http import HookedSessionManager
 from mcp_hub.downstream.http.body import request_body
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.replicas.sealed_session import SessionSealer, credential_tag, session_credential
@@ -60,7 +60,7 @@ from mcp_hub.hub.interface import ServingHub
 from mcp_hub.protocol.log_levels import set_client_log_level
 from mcp_hub.state import StateBackend, StateUnavailable
 
-__all__ = ["Lifetimes", "ReplicaSessionManager", "ReplicaSessions", "remember_level",
+__all__ = ["Lifetimes", "ReplicaSessions", "SealedSessions", "SessionHost", "remember_level",
            "remember_subscription"]
 
 logger = logging.getLogger(__name__)
@@ -326,27 +326,75 @@ def _caller_of(endpoint: str) -> Caller:
     return Caller(profile=parts[1] if len(parts) == 3 and parts[0] == "p" else None)
 
 
-class ReplicaSessionManager(HookedSessionManager):
-    """The SDK's session manager, with sealed session ids any replica can rebuild."""
-
-    def __init__(self, *args: Any, replicas: ReplicaSessions | None = None, **kwargs: Any) -> None:
-        self._replicas = replicas
-        self._owner_tags: dict[str, str] = {}
-        self._expires: dict[str, float] = {}
-        super().__init__(*args, **kwargs)
+class SessionHost(Protocol):
+    """What :class:`SealedSessions` needs of its session manager."""
 
     @property
-    def _endpoint(self) -> str:
-        # The pooled manager knows its endpoint (/mcp, /p/NAME/mcp); sealed into the id.
-        return str(getattr(self, "endpoint", ""))
+    def app(self) -> Any:
+        """The MCP server the manager runs its sessions with."""
+
+    @property
+    def lifespan_state(self) -> Any:
+        """The server's lifespan state, handed to every session it runs."""
+
+    @property
+    def transports(self) -> dict[str, StreamableHTTPServerTransport]:
+        """Live sessions' transports by session id."""
+
+    @property
+    def owners(self) -> dict[str, AuthorizationContext]:
+        """The credential that opened each session, by session id."""
+
+    @property
+    def task_group(self) -> anyio.abc.TaskGroup | None:
+        """Where the manager runs its sessions (None before it runs)."""
+
+    @property
+    def creation_lock(self) -> anyio.Lock:
+        """Held while a session is created."""
+
+    def admit_session(self, requestor: AuthorizationContext | None
+                      ) -> StreamableHTTPServerTransport | None:
+        """A new session's transport, through every admission step; None if refused."""
+
+    async def discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
+                              ) -> None:
+        """End a session and forget it."""
+
+    def evict(self, sid: str) -> None:
+        """Forget ``sid`` now (it answers 404 from here on) and end it in the background."""
+
+
+class SealedSessions:
+    """One session manager's part of the replica sessions: sealed ids any replica rebuilds.
+
+    ``host`` is the manager it belongs to (its tables, its admission and discard,
+    its task group); ``endpoint`` is sealed into every id so a profile's session
+    never serves another endpoint. The manager calls :meth:`handle` around the
+    SDK's handling of each request, :meth:`admitted` once the SDK made a session's
+    transport, :meth:`opening` before its opening request, :meth:`discarding`
+    before the SDK discards it.
+    """
+
+    def __init__(self, replicas: ReplicaSessions, endpoint: str, host: SessionHost) -> None:
+        self._replicas = replicas
+        self._endpoint = endpoint
+        self._host = host
+        self._owner_tags: dict[str, str] = {}
+        self._expires: dict[str, float] = {}
 
     @property
     def sealing(self) -> bool:
-        return self._replicas is not None and self._replicas.sealer is not None
+        """Whether ids are sealed (``[hub.http] session_secret`` set); else this part is inert."""
+        return self._replicas.sealer is not None
 
-    async def handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle(self, scope: Scope, receive: Receive, send: Send,
+                     serve: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        """Serve one stateful request with ``serve`` (the SDK's step): a new session gets
+        a sealed id, a known one is checked against its credential and lifetime, one
+        never seen here is rebuilt from its sealed id (or answers 404)."""
         if not self.sealing:
-            await super().handle_stateful_request(scope, receive, send)
+            await serve(scope, receive, send)
             return
         sid = None
         for name, value in scope["headers"]:
@@ -354,9 +402,9 @@ class ReplicaSessionManager(HookedSessionManager):
                 sid = value.decode("latin-1")
         auth = session_credential(scope)
         if sid is None:
-            await self._open_new(scope, receive, send, auth or "")
+            await self._open_new(scope, receive, send, auth or "", serve)
             return
-        if sid in self.transports:
+        if sid in self._host.transports:
             if (self._owner_tags.get(sid, "") != credential_tag(auth or "")
                     or not self.usable(sid)):
                 await _not_found(scope, receive, send)
@@ -370,43 +418,37 @@ class ReplicaSessionManager(HookedSessionManager):
                 await _not_found(scope, receive, send)
                 return
         try:
-            await super().handle_stateful_request(scope, receive, send)
+            await serve(scope, receive, send)
         finally:
             self._used(sid)  # a long request (a GET stream) counts as use until it ends
-        if scope.get("method") == "DELETE" and sid not in self.transports:
-            assert self._replicas is not None
+        if scope.get("method") == "DELETE" and sid not in self._host.transports:
             await self._replicas.closed(sid)
 
     def usable(self, session_id: str) -> bool:
         """Whether the live session ``session_id`` is within its absolute lifetime; counts
         as a use of it. A session past its lifetime is ended here (and answers 404).
 
-        Also asked by paths that serve a live session without this manager (the
-        HTTP fast path)."""
+        Also asked by paths that serve a live session without the manager's request
+        handling (the HTTP fast path)."""
         if not self.sealing:
             return True
         if self._expires.get(session_id, math.inf) <= time.time():
-            self._end_here(session_id)
+            self._host.evict(session_id)
             return False
         self._used(session_id)
         return True
 
     def _used(self, session_id: str) -> None:
-        if (self._replicas is not None and self.sealing and self._replicas.touch(session_id)
-                and self.task_group is not None):
-            self.task_group.start_soon(self._replicas.share_touch, session_id)
-
-    def _end_here(self, session_id: str) -> None:
-        transport = self.transports.pop(session_id, None)
-        self.owners.pop(session_id, None)
-        if transport is not None and self.task_group is not None:
-            self.task_group.start_soon(self.discard_session, session_id, transport)
+        group = self._host.task_group
+        if self.sealing and self._replicas.touch(session_id) and group is not None:
+            group.start_soon(self._replicas.share_touch, session_id)
 
     def owner_matches(self, session_id: str, authorization: str) -> bool:
         """Whether a request with ``authorization`` may use the live session ``session_id``.
 
-        For paths that serve a live session without going through this manager
-        (the HTTP fast path): a session is bound to the token that opened it.
+        For paths that serve a live session without going through the manager's
+        request handling (the HTTP fast path): a session is bound to the token that
+        opened it.
         """
         if not self.sealing:
             return True
@@ -421,34 +463,34 @@ class ReplicaSessionManager(HookedSessionManager):
         user = scope.get("user")
         requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
         credential = session_credential(scope) or ""
-        if session_id in self.transports:
-            return (requestor == self.owners.get(session_id)
+        if session_id in self._host.transports:
+            return (requestor == self._host.owners.get(session_id)
                     and self.owner_matches(session_id, credential))
-        return self._replicas is not None and self._replicas.owns(
-            session_id, credential, self._endpoint)
+        return self._replicas.owns(session_id, credential, self._endpoint)
 
-    async def _open_new(self, scope: Scope, receive: Receive, send: Send, auth: str) -> None:
-        assert self._replicas is not None
+    async def _open_new(self, scope: Scope, receive: Receive, send: Send, auth: str,
+                        serve: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
         params = _initialize_params(request_body(scope))
         wanted = (self._replicas.seal(params, auth, self._endpoint) if params is not None
                   else None)
         token = _NEXT_ID.set(wanted)
         try:
-            await super().handle_stateful_request(scope, receive, send)
+            await serve(scope, receive, send)
         finally:
             _NEXT_ID.reset(token)
 
-    def admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
-        transport = super().admit_session(requestor)
+    def admitted(self, transport: StreamableHTTPServerTransport) -> None:
+        """The SDK made a new session's transport: it takes the sealed (or recovered) id
+        meant for it, in the manager's tables too."""
         wanted = _NEXT_ID.get()
-        if transport is None or wanted is None or transport.mcp_session_id is None:
-            return transport
+        if wanted is None or transport.mcp_session_id is None:
+            return
         old = transport.mcp_session_id
         transport.mcp_session_id = wanted
-        self.transports[wanted] = self.transports.pop(old)
-        if old in self.owners:
-            self.owners[wanted] = self.owners.pop(old)
-        return transport
+        transports, owners = self._host.transports, self._host.owners
+        transports[wanted] = transports.pop(old)
+        if old in owners:
+            owners[wanted] = owners.pop(old)
 
     async def local_or_recovered(self, session_id: str, authorization: str,
                                  requestor: AuthorizationContext | None = None,
@@ -464,47 +506,48 @@ class ReplicaSessionManager(HookedSessionManager):
         absolute or idle lifetime, was ended by its client (answer 404), or when
         the session cap leaves no room.
         """
-        transport = self.transports.get(session_id)
-        if transport is not None or self._replicas is None:
+        host = self._host
+        transport = host.transports.get(session_id)
+        if transport is not None:
             return transport
         sealed = self._replicas.open_sealed(session_id, authorization, self._endpoint)
         if (sealed is None or await self._replicas.was_closed(session_id)
                 or await self._replicas.idle_expired(session_id, sealed)):
             return None
-        async with self.creation_lock:
-            transport = self.transports.get(session_id)
+        async with host.creation_lock:
+            transport = host.transports.get(session_id)
             if transport is not None:
                 return transport
             token = _NEXT_ID.set(session_id)
             try:
-                transport = self.admit_session(requestor)
+                transport = host.admit_session(requestor)
             finally:
                 _NEXT_ID.reset(token)
             if transport is None:
                 return None
             self._owner_tags[session_id] = credential_tag(authorization)
             self._expires[session_id] = self._replicas.lifetimes.expiry(sealed)
-            assert self.task_group is not None
-            await self.task_group.start(self._run_recovered, transport, dict(sealed["p"]),
-                                         caller or _caller_of(self._endpoint))
+            assert host.task_group is not None
+            await host.task_group.start(self._run_recovered, transport, dict(sealed["p"]),
+                                        caller or _caller_of(self._endpoint))
         self._replicas.recovered += 1
         logger.info("rebuilt session %s… from its sealed id", session_id[:12])
         return transport
 
-    async def serve_opening_request(self, http_transport: StreamableHTTPServerTransport,
-                                     scope: Scope, receive: Receive, send: Send) -> None:
-        sid = http_transport.mcp_session_id
-        if sid is not None and self._replicas is not None:
+    def opening(self, transport: StreamableHTTPServerTransport, scope: Scope) -> None:
+        """Before a new session's opening request: bind it to the credential that opens
+        it, note its absolute lifetime, count the use."""
+        sid = transport.mcp_session_id
+        if sid is not None:
             self._owner_tags[sid] = credential_tag(session_credential(scope))
             self._expires[sid] = self._replicas.expiry(sid) or math.inf
             self._used(sid)
-        await super().serve_opening_request(http_transport, scope, receive, send)
 
     async def _run_recovered(self, transport: StreamableHTTPServerTransport, params: dict[str, Any],
                              caller: Caller,
                              *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         sid = transport.mcp_session_id
-        assert sid is not None and self._replicas is not None
+        assert sid is not None
         async with transport.connect() as (read_stream, write_stream):
             started = False
             try:
@@ -522,24 +565,23 @@ class ReplicaSessionManager(HookedSessionManager):
                     await self._replicas.restore(connection, sid, caller)
                     task_status.started()
                     started = True
-                    await serve_connection(self.app, dispatcher, connection=connection,
-                                           lifespan_state=self._lifespan_state)
+                    await serve_connection(self._host.app, dispatcher, connection=connection,
+                                           lifespan_state=self._host.lifespan_state)
             except Exception:
                 logger.exception("rebuilt session %s… crashed", sid[:12])
             finally:
-                await self.discard_session(sid, transport)
+                await self._host.discard_session(sid, transport)
                 if not started:
                     task_status.started()
 
-    async def discard_session(self, session_id: str, transport: StreamableHTTPServerTransport
-                               ) -> None:
+    def discarding(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        """Before the SDK discards the session: forget its binding; an id whose copy
+        here idled out may not be rebuilt here without a record of a later use."""
         self._owner_tags.pop(session_id, None)
         self._expires.pop(session_id, None)
         idle = transport.idle_scope
-        if (self._replicas is not None and self.sealing and idle is not None
-                and idle.deadline <= anyio.current_time()):
+        if self.sealing and idle is not None and idle.deadline <= anyio.current_time():
             self._replicas.idle_ended(session_id)
-        await super().discard_session(session_id, transport)
 
 
 async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
