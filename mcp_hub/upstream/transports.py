@@ -51,6 +51,7 @@ from mcp_hub.registry.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth, watch_logout
 from mcp_hub.upstream.oauth.errors import login_hint
+from mcp_hub.upstream.polling import StreamPolls, serving
 from mcp_hub.upstream.stdio import prespawn
 from mcp_hub.upstream.stdio.prespawn import INHERITED_ENV_VARS, AdoptEarly
 from mcp_hub.upstream.stdio.reader import StdoutReadStream, plain_response
@@ -176,15 +177,18 @@ async def _http_streams(config: ServerConfig, probe: TransportProbe,
         hooks: dict[str, list[Any]] = {"response": [probe.on_response],
                                        "request": [inject_trace_headers]}
         if config.transport == "http":
+            polls = StreamPolls()  # calls whose stream the upstream closes mid-call
+            hooks["request"].append(polls.on_request)
             client = httpx2.AsyncClient(
                 headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks,
                 auth=auth,
                 limits=UPSTREAM_HTTP_LIMITS,
             )
             await stack.enter_async_context(client)
-            streams = await stack.enter_async_context(
-                streamable_http_client(config.url, http_client=client)
-            )
+            with serving(polls):  # the transport's tasks start with it current
+                streams = await stack.enter_async_context(
+                    streamable_http_client(config.url, http_client=client)
+                )
         else:
 
             def factory(
