@@ -1,7 +1,7 @@
 """The HTTP fast path against a real hub (uvicorn on a loopback port) and the echo upstream.
 
-Raw HTTP shows what goes over the wire (a plain JSON body, or SSE where the
-call needs the client); the SDK's own ClientSession shows that clients see the
+Raw HTTP shows what goes over the wire with ``[hub.http] answers = "json"``
+(a plain JSON body, or SSE where the call needs the client); the SDK's own ClientSession shows that clients see the
 same answers either way. A body with a leading space is valid JSON the fast
 path leaves to the SDK path, which gives the SDK's own bytes to compare with.
 """
@@ -68,7 +68,8 @@ def sse_data(text: str) -> list[str]:
 
 @pytest.fixture
 async def hub_url(tmp_path: Path) -> AsyncIterator[str]:
-    config = write_config(tmp_path, echo_server_toml())
+    # Plain JSON bodies (``answers = "json"``); SSE answers: tests/test_sse_polling.py.
+    config = write_config(tmp_path, '[hub.http]\nanswers = "json"\n\n' + echo_server_toml())
     async with http_hub(config, tmp_path) as hub:
         yield hub.mcp_url
 

@@ -53,7 +53,7 @@ from pydantic_core import to_json
 
 from mcp_hub.compat import sdk_client
 from mcp_hub.compat.sdk_modules import later_revision_fields
-from mcp_hub.upstream.polling import CallCursor, call_cursor
+from mcp_hub.upstream.polling import CallCursor, call_cursor, polls_of
 from mcp_hub.upstream.sessions.modern import is_modern, send_resolving_rounds
 from mcp_hub.upstream.stdio.writer import StdinWriteStream
 
@@ -189,6 +189,8 @@ async def _write(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
         await stream.send_bytes(to_json({"jsonrpc": "2.0", "id": request_id,
                                          "method": "tools/call", "params": params}) + b"\n")
         return
+    if cursor is not None:
+        cursor.polls = polls_of(stream)  # None: a connection that is not watched
     data: dict[str, Any] = {"method": "tools/call", "params": params}
     opts: Any = {}
     sdk_client.stamp(session, data, opts)

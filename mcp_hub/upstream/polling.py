@@ -26,12 +26,11 @@ client's stream is closed before the upstream's answer can arrive. The GET
 that keeps the upstream's standalone stream alive resumes from a cursor of no
 call and changes nothing.
 
-The cursor callback runs in the SDK transport's tasks, which were started while
-the connection's :class:`StreamPolls` was the current one (:func:`serving`):
-that is how a call finds its connection's registry without the SDK's insides.
-Only the lean ``tools/call`` (:mod:`mcp_hub.upstream.lean_call`) passes the
-callback; other requests are not told (their answers still arrive, through the
-SDK's own resumption).
+Each connection's registry is found by the stream the SDK client writes its
+requests to (:func:`watch`, :func:`polls_of`): the one object both the
+transport's opener and the lean call hold. Only the lean ``tools/call``
+(:mod:`mcp_hub.upstream.lean_call`) passes the callback; other requests are not
+told (their answers still arrive, through the SDK's own resumption).
 """
 
 from __future__ import annotations
@@ -39,20 +38,20 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from contextvars import ContextVar
 from typing import Any
 
 import anyio
 import httpx2
 
-__all__ = ["CallCursor", "StreamPolls", "call_cursor", "serving"]
+__all__ = ["CallCursor", "StreamPolls", "call_cursor", "polls_of", "watch"]
 
 logger = logging.getLogger(__name__)
 
 #: The longest the upstream's resuming GET waits for the client's stream to be closed.
 CLOSE_WAIT = 2.0
 
-_CURRENT: ContextVar[StreamPolls | None] = ContextVar("mcp_hub_stream_polls", default=None)
+#: The registry of each watched connection, by the id of its write stream (while it is open).
+_BY_STREAM: dict[int, tuple[Any, StreamPolls]] = {}
 
 
 class StreamPolls:
@@ -85,31 +84,35 @@ class StreamPolls:
 
 
 @contextlib.contextmanager
-def serving(polls: StreamPolls) -> Iterator[None]:
-    """Make ``polls`` the current registry while the SDK transport starts its tasks."""
-    token = _CURRENT.set(polls)
+def watch(write_stream: Any, polls: StreamPolls) -> Iterator[None]:
+    """While the connection is open, calls written to ``write_stream`` use ``polls``."""
+    _BY_STREAM[id(write_stream)] = (write_stream, polls)
     try:
         yield
     finally:
-        _CURRENT.reset(token)
+        _BY_STREAM.pop(id(write_stream), None)
+
+
+def polls_of(write_stream: Any) -> StreamPolls | None:
+    """The registry of the connection that writes to ``write_stream``, if it is watched."""
+    found = _BY_STREAM.get(id(write_stream))
+    return found[1] if found is not None and found[0] is write_stream else None
 
 
 class CallCursor:
     """One call's ``on_resumption_token_update``: keeps its latest cursor registered."""
 
-    __slots__ = ("_on_closed", "_polls", "cursor")
+    __slots__ = ("_on_closed", "cursor", "polls")
 
     def __init__(self, on_closed: Callable[[], Awaitable[None]]) -> None:
         self._on_closed = on_closed
-        self._polls: StreamPolls | None = None
+        #: The registry of the call's connection (set before the request is written).
+        self.polls: StreamPolls | None = None
         self.cursor: str | None = None
 
     async def __call__(self, cursor: str) -> None:
-        polls = self._polls or _CURRENT.get()
-        if polls is None:
-            return  # not a connection that watches (a test's own transport)
-        self._polls = polls
-        polls.note(self, cursor)
+        if self.polls is not None:
+            self.polls.note(self, cursor)
 
     async def closed(self) -> None:
         """The upstream closed this call's stream: tell the call, within ``CLOSE_WAIT``."""
@@ -121,8 +124,8 @@ class CallCursor:
 
     def done(self) -> None:
         """The call ended: its cursor is no longer watched."""
-        if self._polls is not None:
-            self._polls.forget(self)
+        if self.polls is not None:
+            self.polls.forget(self)
 
 
 def call_cursor(call: Any) -> CallCursor | None:

@@ -51,7 +51,7 @@ from mcp_hub.registry.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth, watch_logout
 from mcp_hub.upstream.oauth.errors import login_hint
-from mcp_hub.upstream.polling import StreamPolls, serving
+from mcp_hub.upstream.polling import StreamPolls, watch
 from mcp_hub.upstream.stdio import prespawn
 from mcp_hub.upstream.stdio.prespawn import INHERITED_ENV_VARS, AdoptEarly
 from mcp_hub.upstream.stdio.reader import StdoutReadStream, plain_response
@@ -185,10 +185,10 @@ async def _http_streams(config: ServerConfig, probe: TransportProbe,
                 limits=UPSTREAM_HTTP_LIMITS,
             )
             await stack.enter_async_context(client)
-            with serving(polls):  # the transport's tasks start with it current
-                streams = await stack.enter_async_context(
-                    streamable_http_client(config.url, http_client=client)
-                )
+            streams = await stack.enter_async_context(
+                streamable_http_client(config.url, http_client=client)
+            )
+            stack.enter_context(watch(streams[1], polls))
         else:
 
             def factory(
