@@ -125,7 +125,8 @@ async def test_a_call_that_logs_switches_to_sse(raw: RawSession) -> None:
     with anyio.fail_after(30):
         r = await raw.request("tools/call", {"name": "echo_log", "arguments": {"message": "note"}})
     assert r.headers["content-type"] == "text/event-stream"
-    events = [json.loads(d) for d in sse_data(r.text)]
+    assert sse_data(r.text)[0] == ""  # the priming event (a 2025-11-25 client)
+    events = [json.loads(d) for d in sse_data(r.text) if d]
     assert events[0]["method"] == "notifications/message"
     assert events[0]["params"]["data"] == "note"
     assert events[-1]["id"] == raw._ids

@@ -439,7 +439,7 @@ def build_app(hub: ServingHub, *, host: str, http: HttpConfig, stateless: bool =
     # serves everything) when the transport's private counters are not as expected.
     if not stateless and compat.feature_ok(hooks.HTTP_FAST_PATH):
         app.add_middleware(HttpFastPath, hub=hub, served=fast_served,
-                           bus=bus, events=resumption.events, endpoints={
+                           bus=bus, resumption=resumption, endpoints={
             manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()
             if isinstance(manager, PooledSessionManager)})
     app.add_middleware(DrainGuard, drain=hub.drain)

@@ -23,7 +23,7 @@ stores it in the event store and hands it to the client's ``GET`` with
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -71,6 +71,9 @@ class StreamOpening:
     retry_ms: int
     #: The event store priming events are stored in (for a resume), None: no priming events.
     store: BoundedEventStore | None
+    #: Told (session id, request id) when a stream is closed before its answer: opens the
+    #: call's grace window (``[hub.http] resume_grace_seconds``, :mod:`.resume`).
+    dropped: Callable[[str, str], None] | None = None
 
 
 class ChannelOwner(Protocol):
@@ -239,6 +242,8 @@ class HttpChannel(JsonRpcDownstream):
         if self.polled or not self.resumable:
             return
         self.polled = True
+        if self.opening.dropped is not None:  # a client that never resumes: cancelled later
+            self.opening.dropped(self.session.sid, str(self.rid))
         try:
             if not self.streaming:
                 await self._open((), stored=True, more=False)

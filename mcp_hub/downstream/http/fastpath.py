@@ -55,7 +55,6 @@ from mcp_hub.compat.sdk_http import HookedSessionManager, holding
 from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.http.body import request_body
 from mcp_hub.downstream.http.disconnects import watch_disconnect
-from mcp_hub.downstream.http.event_store import BoundedEventStore
 from mcp_hub.downstream.http.fast_channel import (
     PRIMING_SINCE,
     HttpChannel,
@@ -70,6 +69,7 @@ from mcp_hub.downstream.http.fast_channel import (
 )
 from mcp_hub.downstream.http.limits import connection_offloads
 from mcp_hub.downstream.http.paced_send import paced
+from mcp_hub.downstream.http.resume import Resumption
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.lists.gzip_answer import accepts_gzip, gzip_parts
@@ -176,14 +176,16 @@ class HttpFastPath:
     def __init__(self, app: ASGIApp, *, hub: ServingHub,
                  endpoints: dict[str, tuple[HookedSessionManager, Caller]],
                  served: dict[str, int] | None = None, bus: Any = None,
-                 events: BoundedEventStore | None = None) -> None:
+                 resumption: Resumption | None = None) -> None:
         self.app = app
         self.hub = hub
         http = hub.config.hub.http
-        #: How answers open (``[hub.http] answers``, ``sse_retry_ms``); ``events`` is the
-        #: store the SDK path resumes streams from.
-        self.opening = StreamOpening(sse=http.answers == "sse", retry_ms=http.sse_retry_ms,
-                                     store=events)
+        #: How answers open (``[hub.http] answers``, ``sse_retry_ms``); ``resumption`` has
+        #: the store the SDK path resumes streams from, and the grace windows.
+        self.opening = StreamOpening(
+            sse=http.answers == "sse", retry_ms=http.sse_retry_ms,
+            store=resumption.events if resumption is not None else None,
+            dropped=resumption.dropped if resumption is not None else None)
         self.endpoints = endpoints
         self.lists = prepared_lists(hub)
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
