@@ -175,3 +175,30 @@ async def test_an_upstream_closing_its_stream_mid_call_closes_the_clients_and_re
     answer = _answer(resumed, 1)
     assert answer is not None, resumed
     assert answer["result"]["content"][0]["text"] == "Reconnection test completed successfully"
+
+
+async def test_only_a_get_of_the_same_upstream_with_a_calls_cursor_closes_it() -> None:
+    from mcp_hub.upstream.polling import CallCursor, StreamPolls
+
+    closed: list[str] = []
+
+    async def on_closed() -> None:
+        closed.append("call")
+
+    mine, other = StreamPolls(), StreamPolls()
+    cursor = CallCursor(on_closed)
+    cursor.polls = mine
+    await cursor("s1::1")  # the priming event
+    await cursor("s1::2")  # a later event: the cursor moves on
+    assert len(mine) == 1
+
+    def get(last: str, method: str = "GET") -> httpx2.Request:
+        return httpx2.Request(method, "http://127.0.0.1/mcp", headers={"last-event-id": last})
+
+    await other.on_request(get("s1::2"))  # another upstream's ids close nothing
+    await mine.on_request(get("s1::1"))  # nor a cursor the call moved past
+    await mine.on_request(get("s1::2", "POST"))
+    assert closed == []
+    await mine.on_request(get("s1::2"))
+    assert closed == ["call"] and len(mine) == 0
+    cursor.done()

@@ -20,6 +20,9 @@ upstream hop costs in Python. :func:`send_call` does the same exchange directly:
 * the answer is validated once, as a ``CallToolResult`` (after dropping a later
   protocol revision's fields, as the SDK does); a result of the wrong shape raises
   the ``ValidationError`` the caller turns into an error result;
+* toward Streamable HTTP the request carries the call's resumption cursor callback
+  (:mod:`mcp_hub.upstream.polling`): an upstream that closes the call's stream
+  mid-call (SSE polling) is told to the call, which closes its client's in turn;
 * cancelling the awaiting task (a timeout, a downstream cancel) sends
   ``notifications/cancelled`` upstream, shielded and bounded, as the SDK does;
 * the hub's own client span (``mcp_hub.telemetry``) has already written the
