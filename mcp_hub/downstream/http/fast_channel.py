@@ -233,7 +233,10 @@ class HttpChannel(JsonRpcDownstream):
         parsed = jsonrpc_message_adapter.validate_python(message, by_name=False)
         metadata = (ServerMessageMetadata(related_request_id=self.rid)
                     if isinstance(parsed, JSONRPCNotification | JSONRPCRequest) else None)
-        await stream.send(SessionMessage(parsed, metadata=metadata))
+        try:
+            await stream.send(SessionMessage(parsed, metadata=metadata))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.debug("the session ended before a polled call's answer was stored")
 
     async def close_stream(self) -> None:
         """The upstream closed its stream of this call to be polled: close the client's
