@@ -130,17 +130,23 @@ def priming_event(event_id: str, retry_ms: int) -> bytes:
     return b"id: " + event_id.encode() + b"\r\n" + retry + b"data: \r\n\r\n"
 
 
+def _stream_start(sid: str, length: int | None) -> dict[str, Any]:
+    """The start of an SSE answer; a stream sent whole has its length (no chunked framing)."""
+    sized = [(b"content-length", str(length).encode())] if length is not None else []
+    return {"type": "http.response.start", "status": 200, "headers": [
+        *_SSE_HEADERS, *sized, (b"mcp-session-id", sid.encode("latin-1"))]}
+
+
 async def send_stream(send: Send, sid: str, parts: tuple[bytes, ...], more: bool = False) -> None:
     """A 200 SSE stream whose first bytes are ``parts`` joined (the whole stream unless ``more``)."""
-    await send({"type": "http.response.start", "status": 200, "headers": [
-        *_SSE_HEADERS, (b"mcp-session-id", sid.encode("latin-1"))]})
-    await send({"type": "http.response.body", "body": b"".join(parts), "more_body": more})
+    body = b"".join(parts)
+    await send(_stream_start(sid, None if more else len(body)))
+    await send({"type": "http.response.body", "body": body, "more_body": more})
 
 
 async def send_stream_parts(send: Send, sid: str, parts: tuple[bytes, ...]) -> None:
     """A 200 SSE stream that is ``parts``, sent part by part (nothing is copied)."""
-    await send({"type": "http.response.start", "status": 200, "headers": [
-        *_SSE_HEADERS, (b"mcp-session-id", sid.encode("latin-1"))]})
+    await send(_stream_start(sid, sum(map(len, parts))))
     last = len(parts) - 1
     for n, part in enumerate(parts):
         await send({"type": "http.response.body", "body": part, "more_body": n < last})
