@@ -21,7 +21,7 @@ import httpx2
 import pytest
 
 from tests.erastest import asking_over_http
-from tests.hubtest import echo_server_toml, http_hub, write_config
+from tests.hubtest import PY, ROOT, echo_server_toml, http_hub, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -202,3 +202,25 @@ async def test_only_a_get_of_the_same_upstream_with_a_calls_cursor_closes_it() -
     await mine.on_request(get("s1::2"))
     assert closed == ["call"] and len(mine) == 0
     cursor.done()
+
+
+async def test_a_large_list_is_one_event_after_the_priming_event(tmp_path: Path) -> None:
+    # 300 real tools (about 500 KB): written in pieces, as one SSE event equal to the SDK's.
+    catalog = [str(ROOT / "bench" / "catalog_server.py"), "300"]
+    config = write_config(tmp_path, "\n".join([
+        '[tool_search]', 'mode = "off"', '', '[servers.cat]', f"command = {json.dumps(PY)}",
+        f"args = {json.dumps(catalog)}", f"cwd = {json.dumps(str(ROOT))}", ""]))
+    with anyio.fail_after(90):
+        async with http_hub(config, tmp_path, timeout=60) as hub, \
+                httpx2.AsyncClient(timeout=30, headers={"accept-encoding": "identity"}) as client:
+            headers = await _open(client, hub.mcp_url)
+            body = b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}'
+            fast = await client.post(hub.mcp_url, headers=headers, content=body)
+            slow = await client.post(hub.mcp_url, headers=headers, content=b" " + body)
+    assert fast.headers["content-type"].startswith("text/event-stream")
+    assert int(fast.headers["content-length"]) == len(fast.content) > 3 * 128 * 1024
+    events = _events(fast.text)
+    assert events[0].get("id") and events[0].get("data", "") == "", events[0]
+    assert [e["data"] for e in events[1:]] == [e["data"] for e in _events(slow.text)
+                                              if '"result"' in e.get("data", "")]
+    assert len(json.loads(events[1]["data"])["result"]["tools"]) >= 300
