@@ -3,8 +3,9 @@
 A Streamable HTTP server of the 2025-11-25 revision may end a call's POST
 response stream before the answer, after a priming event (an event id and
 ``retry``): the client is to come back with ``GET`` and ``Last-Event-ID`` and
-receive the answer there. The SDK client does that by itself, so a call through
-the hub still gets its answer; but the hub's own client kept its stream open
+receive the answer there. The SDK client does that by itself (after waiting the
+``retry`` the server asked for), so a call through the hub still gets its
+answer when the upstream kept it; but the hub's own client kept its stream open
 the whole time, and never saw the polling the upstream asked for.
 
 The SDK client tells nobody that a stream ended early, but two public hooks say
@@ -22,7 +23,8 @@ closed that call's stream before its answer.** :class:`StreamPolls` (one per
 upstream connection) keeps the cursors of the calls in flight and, at that GET,
 awaits the call's ``upstream_closed_stream()`` (the downstream call context,
 which closes its client's stream in turn) before the GET leaves — so the
-client's stream is closed before the upstream's answer can arrive. The GET
+client's stream is closed before the upstream's answer can arrive (``retry``
+after the upstream closed its own, since the SDK waits that long). The GET
 that keeps the upstream's standalone stream alive resumes from a cursor of no
 call and changes nothing.
 
