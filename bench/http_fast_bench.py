@@ -135,16 +135,21 @@ def direct(tmp: Path) -> AbstractAsyncContextManager[int]:
     return _process([*ECHO_ARGS, "--transport", "http", "--port", str(port)], port, tmp / "direct.log")
 
 
-def hub(tmp: Path, tree: Path = ROOT, label: str = "hub") -> AbstractAsyncContextManager[int]:
-    """The hub of ``tree`` (this checkout, or the one of ``--base-tree``)."""
+def hub(tmp: Path, tree: Path = ROOT, label: str = "hub",
+        http: str = "") -> AbstractAsyncContextManager[int]:
+    """The hub of ``tree`` (this checkout, or the one of ``--base-tree``); ``http``: lines
+    of its ``[hub.http]`` section."""
     port = free_port()
     config = hub_config(tmp / f"{label}.toml", {"echo": {}})
     # Its own state dir: the default one is shared by every hub run on the machine.
     state = tmp / f"{label}-state"
     text = config.read_text().replace("[hub]\n", f"[hub]\nstate_dir = {json.dumps(str(state))}\n", 1)
     if TOKEN is not None:
-        text = text.replace("\n\n", f"\n\n[hub.http]\nauth_tokens = [{{ name = \"bench\", token = \"{TOKEN}\" }}]\n\n",
-                            1) + IDENTITY_CONFIG
+        http += f"auth_tokens = [{{ name = \"bench\", token = \"{TOKEN}\" }}]\n"
+    if http:
+        text = text.replace("\n\n", f"\n\n[hub.http]\n{http}\n", 1)
+    if TOKEN is not None:
+        text += IDENTITY_CONFIG
     config.write_text(text)
     return _process(hub_command(config, "--transport", "http", "--port", str(port)), port,
                     tmp / f"{label}.log", ready=lambda: _ready(port), cwd=tree)
@@ -301,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-tree", type=Path, metavar="DIR",
                         help="also run the hub of another checkout (e.g. `git archive` of main "
                              "unpacked in DIR) as target 'hub (base)', interleaved with the others")
+    parser.add_argument("--answers", action="store_true",
+                        help="also run this checkout's hub with [hub.http] answers = \"json\" as "
+                             "target 'hub (json)': SSE answers (the default) against JSON bodies")
     parser.add_argument("--identity", action="store_true",
                         help="the hubs serve a named token whose access rule maps it to a profile "
                              "(the per-call cost of identity checks)")
@@ -310,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.identity:
         global TOKEN
         TOKEN = "bench-token-0123456789abcdef"
+    if args.answers:
+        TARGETS["hub (json)"] = lambda tmp: hub(tmp, ROOT, "hub-json", 'answers = "json"\n')
+        args.targets.append("hub (json)")
     if args.base_tree is not None:
         base = args.base_tree.resolve()
         TARGETS["hub (base)"] = lambda tmp: hub(tmp, base, "hub-base")

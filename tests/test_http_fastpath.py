@@ -1,7 +1,7 @@
 """The HTTP fast path against a real hub (uvicorn on a loopback port) and the echo upstream.
 
-Raw HTTP shows what goes over the wire (a plain JSON body, or SSE where the
-call needs the client); the SDK's own ClientSession shows that clients see the
+Raw HTTP shows what goes over the wire with ``[hub.http] answers = "json"``
+(a plain JSON body, or SSE where the call needs the client); the SDK's own ClientSession shows that clients see the
 same answers either way. A body with a leading space is valid JSON the fast
 path leaves to the SDK path, which gives the SDK's own bytes to compare with.
 """
@@ -68,7 +68,8 @@ def sse_data(text: str) -> list[str]:
 
 @pytest.fixture
 async def hub_url(tmp_path: Path) -> AsyncIterator[str]:
-    config = write_config(tmp_path, echo_server_toml())
+    # Plain JSON bodies (``answers = "json"``); SSE answers: tests/test_sse_polling.py.
+    config = write_config(tmp_path, '[hub.http]\nanswers = "json"\n\n' + echo_server_toml())
     async with http_hub(config, tmp_path) as hub:
         yield hub.mcp_url
 
@@ -124,7 +125,8 @@ async def test_a_call_that_logs_switches_to_sse(raw: RawSession) -> None:
     with anyio.fail_after(30):
         r = await raw.request("tools/call", {"name": "echo_log", "arguments": {"message": "note"}})
     assert r.headers["content-type"] == "text/event-stream"
-    events = [json.loads(d) for d in sse_data(r.text)]
+    assert sse_data(r.text)[0] == ""  # the priming event (a 2025-11-25 client)
+    events = [json.loads(d) for d in sse_data(r.text) if d]
     assert events[0]["method"] == "notifications/message"
     assert events[0]["params"]["data"] == "note"
     assert events[-1]["id"] == raw._ids

@@ -127,8 +127,10 @@ def _catalog_toml(count: int = 300) -> str:
 
 @pytest.fixture
 async def big_hub(tmp_path: Path) -> AsyncIterator[str]:
-    config = write_config(tmp_path, _catalog_toml() + "\n" + echo_server_toml()
-                          + '\n[tool_search]\nmode = "off"\n')
+    # Plain JSON bodies (``answers = "json"``), so the uncompressed answer compares with the
+    # gzip one byte for byte.
+    config = write_config(tmp_path, '[hub.http]\nanswers = "json"\n\n' + _catalog_toml() + "\n"
+                          + echo_server_toml() + '\n[tool_search]\nmode = "off"\n')
     async with http_hub(config, tmp_path) as hub:
         yield hub.mcp_url
 

@@ -189,6 +189,7 @@ async def test_a_large_list_over_http_has_the_sdk_bytes_when_sent_in_pieces(tmp_
     answer, written in pieces, equals the SDK path's answer byte for byte."""
     catalog = [str(ROOT / "bench" / "catalog_server.py"), "300"]
     config = write_config(tmp_path, "\n".join([
+        '[hub.http]', 'answers = "json"', '',  # the JSON body written in pieces
         '[tool_search]', 'mode = "off"', '', '[servers.cat]', f"command = {json.dumps(PY)}",
         f"args = {json.dumps(catalog)}", f"cwd = {json.dumps(str(ROOT))}", ""]))
     # Uncompressed, so the answer is the one written in pieces (tests/test_list_gzip.py: gzip).

@@ -99,6 +99,11 @@ class HttpConfig(_Model):
     #: client waits before it reconnects with ``Last-Event-ID`` after the stream ends
     #: early (2025-11-25, SSE polling). 0: no ``retry`` field.
     sse_retry_ms: int = Field(default=1000, ge=0, le=600_000)
+    #: How the HTTP fast path answers a POST whose client accepts both JSON and SSE:
+    #: ``"sse"`` a stream opening with the priming event (resumable, and closed in turn when
+    #: an upstream closes its stream mid-call), ``"json"`` one JSON body when nothing else
+    #: is sent first. A client that accepts only JSON always gets JSON.
+    answers: Literal["sse", "json"] = "sse"
     #: Bound of the in-memory event store that resumed streams are replayed from.
     event_store_max_events: int = Field(default=10_000, ge=100)
     #: ... and of the bytes of the responses it holds.

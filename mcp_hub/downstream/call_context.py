@@ -162,6 +162,15 @@ class RelayCallContext(CallContext):
         if send is not None:
             await send(elicitation_id, related_request_id=self.request_id)
 
+    async def upstream_closed_stream(self) -> None:
+        """The upstream closed its stream of this call mid-call, for its client to poll
+        (SSE polling, :mod:`mcp_hub.upstream.polling`): close the client's stream of the
+        call in turn, where its transport can (the answer then waits in the event store
+        for the client's ``GET`` with ``Last-Event-ID``)."""
+        close = getattr(self._downstream, "close_stream", None)
+        if close is not None:
+            await close()
+
     async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
         if not self.can_sample:
             raise _unsupported("sampling")
@@ -206,6 +215,13 @@ class _SdkDownstream:
                        request_id: str | int | None) -> None:
         await self._ctx.session.send_notification(LoggingMessageNotification(params=params),
                                                   related_request_id=request_id)
+
+    async def close_stream(self) -> None:
+        """Close the call's SSE stream for the client to resume it (Streamable HTTP with an
+        event store and a 2025-11-25 or later client; elsewhere the SDK gives no callback)."""
+        close = self._ctx.close_sse_stream
+        if close is not None:
+            await close()
 
     async def send_request(self, method: ClientMethod, params: BaseModel | None,
                            result_type: type[ResultT], request_id: str | int | None) -> ResultT:

@@ -20,6 +20,9 @@ upstream hop costs in Python. :func:`send_call` does the same exchange directly:
 * the answer is validated once, as a ``CallToolResult`` (after dropping a later
   protocol revision's fields, as the SDK does); a result of the wrong shape raises
   the ``ValidationError`` the caller turns into an error result;
+* toward Streamable HTTP the request carries the call's resumption cursor callback
+  (:mod:`mcp_hub.upstream.polling`): an upstream that closes the call's stream
+  mid-call (SSE polling) is told to the call, which closes its client's in turn;
 * cancelling the awaiting task (a timeout, a downstream cancel) sends
   ``notifications/cancelled`` upstream, shielded and bounded, as the SDK does;
 * the hub's own client span (``mcp_hub.telemetry``) has already written the
@@ -53,6 +56,7 @@ from pydantic_core import to_json
 
 from mcp_hub.compat import sdk_client
 from mcp_hub.compat.sdk_modules import later_revision_fields
+from mcp_hub.upstream.polling import CallCursor, call_cursor, polls_of
 from mcp_hub.upstream.sessions.modern import is_modern, send_resolving_rounds
 from mcp_hub.upstream.stdio.writer import StdinWriteStream
 
@@ -127,13 +131,20 @@ async def send_call(
     wire: dict[str, Any] = {"name": params.name}
     if params.arguments is not None:
         wire["arguments"] = params.arguments
-    raw = await _exchange(session, dispatcher, wire, dict(params.meta or {}), progress_callback)
+    cursor = call_cursor(call)
+    try:
+        raw = await _exchange(session, dispatcher, wire, dict(params.meta or {}),
+                              progress_callback, cursor)
+    finally:
+        if cursor is not None:
+            cursor.done()
     return _result(session, raw)
 
 
 async def _exchange(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
                     params: dict[str, Any], meta: dict[str, Any],
-                    on_progress: ProgressFnT | None) -> dict[str, Any]:
+                    on_progress: ProgressFnT | None,
+                    cursor: CallCursor | None = None) -> dict[str, Any]:
     """Write the request, await its outcome; errors as ``send_raw_request`` raises them."""
     if not sdk_client.dispatcher_open(dispatcher):
         raise MCPError(code=types.CONNECTION_CLOSED, message=_CLOSED)
@@ -149,7 +160,7 @@ async def _exchange(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
     pending[request_id] = waiter
     try:
         try:
-            await _write(session, dispatcher, request_id, params)
+            await _write(session, dispatcher, request_id, params, cursor)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise MCPError(code=types.CONNECTION_CLOSED, message=_CLOSED) from None
         outcome = await waiter.future
@@ -173,7 +184,7 @@ async def _exchange(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
 
 
 async def _write(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
-                 request_id: int, params: dict[str, Any]) -> None:
+                 request_id: int, params: dict[str, Any], cursor: CallCursor | None = None) -> None:
     """The request onto the wire: bytes into a stdio child's stdin, or the transport's
     write stream with the per-message headers (Streamable HTTP, SSE)."""
     stream = sdk_client.write_stream(dispatcher)
@@ -181,6 +192,8 @@ async def _write(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
         await stream.send_bytes(to_json({"jsonrpc": "2.0", "id": request_id,
                                          "method": "tools/call", "params": params}) + b"\n")
         return
+    if cursor is not None:
+        cursor.polls = polls_of(stream)  # None: a connection that is not watched
     data: dict[str, Any] = {"method": "tools/call", "params": params}
     opts: Any = {}
     sdk_client.stamp(session, data, opts)
@@ -190,7 +203,8 @@ async def _write(session: ClientSession, dispatcher: JSONRPCDispatcher[Any],
     message = types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call",
                                    params=data["params"])
     await stream.send(SessionMessage(message=message,
-                                     metadata=ClientMessageMetadata(headers=headers)))
+                                     metadata=ClientMessageMetadata(
+                                         headers=headers, on_resumption_token_update=cursor)))
 
 
 def _result(session: ClientSession, raw: dict[str, Any]) -> types.CallToolResult:

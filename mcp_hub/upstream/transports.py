@@ -51,6 +51,7 @@ from mcp_hub.registry.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth, watch_logout
 from mcp_hub.upstream.oauth.errors import login_hint
+from mcp_hub.upstream.polling import StreamPolls, watch
 from mcp_hub.upstream.sessions.ndjson import ndjson_listen_hook
 from mcp_hub.upstream.stdio import prespawn
 from mcp_hub.upstream.stdio.prespawn import INHERITED_ENV_VARS, AdoptEarly
@@ -179,6 +180,8 @@ async def _http_streams(name: str, config: ServerConfig, probe: TransportProbe,
         if config.transport == "http":
             # A listen stream written as newline-delimited JSON is read line by line.
             hooks["response"].append(ndjson_listen_hook(name, config.max_message_bytes))
+            polls = StreamPolls()  # calls whose stream the upstream closes mid-call
+            hooks["request"].append(polls.on_request)
             client = httpx2.AsyncClient(
                 headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks,
                 auth=auth,
@@ -188,6 +191,7 @@ async def _http_streams(name: str, config: ServerConfig, probe: TransportProbe,
             streams = await stack.enter_async_context(
                 streamable_http_client(config.url, http_client=client)
             )
+            stack.enter_context(watch(streams[1], polls))
         else:
 
             def factory(

@@ -435,7 +435,7 @@ def build_app(hub: ServingHub, *, host: str, http: HttpConfig, stateless: bool =
     # serves everything) when the transport's private counters are not as expected.
     if not stateless and compat.feature_ok(hooks.HTTP_FAST_PATH):
         app.add_middleware(HttpFastPath, hub=hub, served=fast_served,
-                           bus=bus, endpoints={
+                           bus=bus, resumption=resumption, endpoints={
             manager.endpoint: (manager, Caller(profile=name)) for name, manager in managers.items()})
     app.add_middleware(DrainGuard, drain=hub.drain)
     app.add_middleware(RequestShapeGuard)

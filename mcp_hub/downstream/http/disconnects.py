@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import anyio
 from starlette.types import Receive
@@ -28,12 +28,14 @@ logger = logging.getLogger(__name__)
 WATCH_AFTER = 0.05
 
 
-async def _wait_for_disconnect(receive: Receive, cancel: anyio.CancelScope) -> None:
+async def _wait_for_disconnect(receive: Receive, cancel: anyio.CancelScope,
+                               unless: Callable[[], bool] | None) -> None:
     try:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                cancel.cancel()
+                if unless is None or not unless():
+                    cancel.cancel()
                 return
     except Exception:  # the server tore the request down: nothing to watch any more
         logger.debug("watching a request for a disconnect failed", exc_info=True)
@@ -41,14 +43,17 @@ async def _wait_for_disconnect(receive: Receive, cancel: anyio.CancelScope) -> N
 
 @contextlib.contextmanager
 def watch_disconnect(receive: Receive, cancel: anyio.CancelScope,
-                     after: float = WATCH_AFTER) -> Iterator[None]:
-    """While the block runs, a disconnect of the client cancels ``cancel`` (see the module)."""
+                     after: float = WATCH_AFTER,
+                     unless: Callable[[], bool] | None = None) -> Iterator[None]:
+    """While the block runs, a disconnect of the client cancels ``cancel`` (see the module),
+    unless ``unless()`` says the call goes on without its connection (its stream was
+    closed on purpose, for the client to resume it)."""
     loop = asyncio.get_running_loop()
     task: asyncio.Task[None] | None = None
 
     def start() -> None:
         nonlocal task
-        task = loop.create_task(_wait_for_disconnect(receive, cancel))
+        task = loop.create_task(_wait_for_disconnect(receive, cancel, unless))
 
     timer = loop.call_later(after, start)
     try:

@@ -99,6 +99,15 @@ class BoundedEventStore:
         view.session_id = session_id
         self._sessions[session_id] = view
 
+    def mint_id(self) -> EventId:
+        """A fresh event id, stored nowhere: the priming event of a stream whose answer
+        leaves in the same write (nobody can resume a stream that was already answered)."""
+        return f"{self.id_prefix}{next(self._ids)}"
+
+    def session_view(self, session_id: str) -> SessionEvents | None:
+        """The view the session ``session_id`` writes through, if it has one."""
+        return self._sessions.get(session_id)
+
     def add(self, owner: SessionEvents, stream_id: StreamId, message: JSONRPCMessage | None
             ) -> EventId:
         event_id = f"{self.id_prefix}{next(self._ids)}"

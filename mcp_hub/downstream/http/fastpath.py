@@ -56,13 +56,20 @@ from mcp_hub.downstream.fast_call import call_message, encode_message
 from mcp_hub.downstream.http.body import request_body
 from mcp_hub.downstream.http.disconnects import watch_disconnect
 from mcp_hub.downstream.http.fast_channel import (
+    PRIMING_SINCE,
     HttpChannel,
+    StreamOpening,
+    priming_event,
     send_accepted,
     send_json,
     send_json_parts,
+    send_stream,
+    send_stream_parts,
+    sse_event,
 )
 from mcp_hub.downstream.http.limits import connection_offloads
 from mcp_hub.downstream.http.paced_send import paced
+from mcp_hub.downstream.http.resume import Resumption
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.jsonrpc import is_request_id
 from mcp_hub.downstream.lists.gzip_answer import accepts_gzip, gzip_parts
@@ -168,9 +175,17 @@ class HttpFastPath:
 
     def __init__(self, app: ASGIApp, *, hub: ServingHub,
                  endpoints: dict[str, tuple[HookedSessionManager, Caller]],
-                 served: dict[str, int] | None = None, bus: Any = None) -> None:
+                 served: dict[str, int] | None = None, bus: Any = None,
+                 resumption: Resumption | None = None) -> None:
         self.app = app
         self.hub = hub
+        http = hub.config.hub.http
+        #: How answers open (``[hub.http] answers``, ``sse_retry_ms``); ``resumption`` has
+        #: the store the SDK path resumes streams from, and the grace windows.
+        self.opening = StreamOpening(
+            sse=http.answers == "sse", retry_ms=http.sse_retry_ms,
+            store=resumption.events if resumption is not None else None,
+            dropped=resumption.dropped if resumption is not None else None)
         self.endpoints = endpoints
         self.lists = prepared_lists(hub)
         self.calls: dict[tuple[str, str], anyio.CancelScope] = {}
@@ -238,7 +253,9 @@ class HttpFastPath:
                 parts, gzipped = await self._list(method, session, endpoint[1], rid, cursor,
                                                   (params or {}).get("_meta"), headers)
             self.served[method] = self.served.get(method, 0) + 1
-            if sum(map(len, parts)) < TURN_BYTES:
+            if self.opening.sse and not gzipped:
+                await self._send_stream(send, session, rid, parts, bulk)
+            elif sum(map(len, parts)) < TURN_BYTES:
                 await send_json(send, session.sid, b"".join(parts), gzipped)
             elif bulk:  # as they are, without a copy: the bulk writer's thread sends them
                 await send_json_parts(send, session.sid, parts, gzipped)
@@ -246,6 +263,22 @@ class HttpFastPath:
                 async with self._writing_turn():  # a large list in pieces, one list at a time
                     await send_json(paced(send), session.sid, b"".join(parts), gzipped)
         return True
+
+    async def _send_stream(self, send: Send, session: FastSession, rid: Any,
+                           parts: tuple[bytes, ...], bulk: bool) -> None:
+        """An answer ready at once as an SSE stream (``answers = "sse"``): its priming event
+        (stored nowhere: the answer leaves with it) and the answer as one event."""
+        store = self.opening.store
+        head = (priming_event(store.mint_id(), self.opening.retry_ms)
+                if store is not None and session.version >= PRIMING_SINCE else b"")
+        stream = (head, *sse_event(parts))
+        if sum(map(len, parts)) < TURN_BYTES:
+            await send_stream(send, session.sid, stream)
+        elif bulk:
+            await send_stream_parts(send, session.sid, stream)
+        else:
+            async with self._writing_turn():
+                await send_stream(paced(send), session.sid, stream)
 
     @asynccontextmanager
     async def _writing_turn(self) -> AsyncIterator[None]:
@@ -350,13 +383,14 @@ class HttpFastPath:
         touch = getattr(manager, "pool", None)
         if touch is not None:
             touch.touch(session.sid)
-        channel = HttpChannel(self, session, send)
+        channel = HttpChannel(self, session, send, self.opening)
         cancel = self.calls[key] = anyio.CancelScope()
         message: dict[str, Any] | None = None
         try:
+            # A stream closed for the client to poll (the upstream polls) is left on purpose.
             with holding(session.transport), \
                     self.hub.open_calls.track(session.sid, rid) as tracked, \
-                    watch_disconnect(receive, cancel), cancel:
+                    watch_disconnect(receive, cancel, unless=lambda: channel.polled), cancel:
                 call = channel.context(rid, name, meta, Headers(raw=headers))
                 message = await call_message(self.hub, caller, session.version, rid, name,
                                              arguments, call)

@@ -217,7 +217,10 @@ class DroppedStreamWatcher:
         finally:
             if state["refused"]:
                 pass  # a refused request changes nothing of the session's streams
-            elif state["stream"] and not state["ended"]:
+            elif state["stream"] and (not state["ended"]
+                                      or (session_id, stream_id) in self.resumption.calls):
+                # Dropped, or closed by the hub before the answer for the client to poll
+                # (an upstream polls): either way the answer waits for a resume.
                 self.resumption.dropped(session_id, stream_id)
                 mirror = self.resumption.mirror
                 if mirror is not None and (session_id, stream_id) in self.resumption.windows:
