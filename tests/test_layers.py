@@ -255,18 +255,6 @@ def test_the_tree_stays_small_enough_to_read() -> None:
     assert crowded == {}
 
 
-#: Classes still assembled from classes of the package, each being turned into one class
-#: that holds its parts (the upstream connection's mixins; the HTTP session manager's
-#: stacked managers). Temporary: the list only shrinks.
-NOT_YET_COMPOSED = frozenset({
-    "mcp_hub.upstream.connection.ServerConnection",
-    "mcp_hub.upstream.catalog.CatalogMixin",
-    "mcp_hub.upstream.calls.CallsMixin",
-    "mcp_hub.upstream.relays.RelaysMixin",
-    "mcp_hub.downstream.http.app._HubSessionManager",
-})
-
-
 def package_classes(sources: dict[str, str]) -> set[str]:
     """The names of every class the package defines (nested ones too)."""
     return {node.name for source in sources.values() for node in ast.walk(ast.parse(source))
@@ -323,13 +311,11 @@ def class_problems(module: str, source: str, classes: set[str]) -> list[tuple[st
 
 
 def test_each_class_lives_in_one_place() -> None:
-    """No ``*Mixin`` class, no class made of two or more of the package's classes
-    (besides the named ones still being composed)."""
+    """No ``*Mixin`` class, no class made of two or more of the package's classes."""
     sources = {module_name(p): p.read_text(encoding="utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
     classes = package_classes(sources)
     problems = [f"{name}: {why}" for module, source in sources.items()
-                for name, why in class_problems(module, source, classes)
-                if name not in NOT_YET_COMPOSED]
+                for name, why in class_problems(module, source, classes)]
     assert problems == []
 
 
