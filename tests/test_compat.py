@@ -42,9 +42,9 @@ PRIVATE = {
 
 @pytest.fixture(autouse=True)
 def fresh_checks() -> Iterator[None]:
-    hooks._broken_features.cache_clear()
+    hooks._feature_problems.cache_clear()
     yield
-    hooks._broken_features.cache_clear()
+    hooks._feature_problems.cache_clear()
 
 
 def test_every_hook_is_present_on_the_installed_libraries() -> None:
