@@ -148,6 +148,36 @@ async def test_the_hub_serves_with_the_lean_call_off_and_says_so_once(tmp_path: 
     assert stderr.count(f"{hooks.LEAN_CALL} is off") == 1, stderr
 
 
+#: Libraries only a config part needs (OTLP export and what it pulls in; the content
+#: search of the file tools): a plain stdio hub never imports them, not even to probe a hook.
+NOT_LOADED_BY_A_PLAIN_STDIO_HUB = (
+    "opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http", "google.protobuf",
+    "requests", "urllib3", "regex",
+)
+
+
+@pytest.mark.anyio
+async def test_a_plain_stdio_hub_does_not_import_the_libraries_of_unused_features(
+        tmp_path: Path) -> None:
+    config = write_config(tmp_path, echo_server_toml())
+    loaded = tmp_path / "modules.txt"
+    script = _launcher(tmp_path, f"""
+        import atexit, sys
+        atexit.register(lambda: open({str(loaded)!r}, "w").write("\\n".join(sorted(sys.modules))))
+    """)
+    params = StdioServerParameters(command=PY, args=[str(script), "serve", "--config", str(config)],
+                                   cwd=str(ROOT), env=hub_env())
+    with anyio.fail_after(90), open(tmp_path / "stderr.log", "w") as err:
+        async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            result = await session.call_tool("echo_echo", {"text": "hi"})
+            assert not result.is_error, result
+    modules = set(loaded.read_text().split("\n"))
+    assert "mcp_hub.downstream.runners" in modules  # the hub served from this process
+    assert [m for m in NOT_LOADED_BY_A_PLAIN_STDIO_HUB if m in modules] == []
+
+
 # ---------------------------------------------------------------- the source stays behind the door
 def _modules() -> Iterator[tuple[Path, ast.Module]]:
     for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "builtin_tools").rglob("*.py")]):
