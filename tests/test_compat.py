@@ -5,6 +5,7 @@ turning a feature off with one warning, and no private name used elsewhere."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import subprocess
 import textwrap
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from mcp_hub import compat
 from mcp_hub.compat import hooks
+from mcp_hub.config.model import load_config
+from mcp_hub.downstream import runners
 from mcp_hub.errors import IncompatibleLibrary
 from tests.hubtest import PY, ROOT, echo_server_toml, hub_env, write_config
 
@@ -146,6 +149,34 @@ async def test_the_hub_serves_with_the_lean_call_off_and_says_so_once(tmp_path: 
                 assert result.content[0].text == "hi"  # type: ignore[union-attr]
     stderr = errlog.read_text()
     assert stderr.count(f"{hooks.LEAN_CALL} is off") == 1, stderr
+
+
+def test_a_feature_of_a_config_part_not_in_use_is_not_probed(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    changed = [dataclasses.replace(h, probe=lambda: "changed") if h.feature == hooks.OTLP_DURATIONS
+               else h for h in hooks.HOOKS]
+    monkeypatch.setattr(hooks, "HOOKS", tuple(changed))
+    with caplog.at_level("WARNING", logger="mcp_hub.compat"):
+        compat.enforce({hooks.STDIO_SERVER})
+        assert caplog.records == []
+        compat.enforce({hooks.STDIO_SERVER, hooks.OTLP_DURATIONS})
+    assert [r.getMessage() for r in caplog.records] == [
+        f"opentelemetry MetricExporter._preferred_temporality: changed (needed by "
+        f"{hooks.OTLP_DURATIONS}): {hooks.OTLP_DURATIONS} is off"]
+
+
+def test_a_config_with_telemetry_checks_the_otlp_hooks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checked: list[set[str]] = []
+    monkeypatch.setattr(compat, "enforce", lambda in_use: checked.append(set(in_use)))
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    plain = load_config(write_config(tmp_path, echo_server_toml()))
+    traced = load_config(write_config(tmp_path, echo_server_toml()
+                                      + '\n[telemetry]\notlp_endpoint = "http://127.0.0.1:4318"\n'))
+    runners.check_libraries(plain, transport="stdio")
+    runners.check_libraries(traced, transport="stdio")
+    assert [hooks.OTLP_DURATIONS in c for c in checked] == [False, True]
 
 
 #: Libraries only a config part needs (OTLP export and what it pulls in; the content
