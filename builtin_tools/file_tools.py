@@ -21,14 +21,16 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import regex as re
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
 from mcp_hub.errors import HubError
 from mcp_hub.pipeline.runtime import get_config
 from mcp_hub.registry.tool_registry import registry, tool_error
+
+if TYPE_CHECKING:  # imported by the first content search: a hub that never searches skips it
+    import regex as re
 
 __all__ = [
     "READ_FILE_SCHEMA",
@@ -403,6 +405,8 @@ def _search_files(args: dict[str, Any]) -> dict[str, Any]:
     limit = min(_int_arg(args, "limit", DEFAULT_SEARCH_LIMIT, 1) or DEFAULT_SEARCH_LIMIT, cap)
     regex: re.Pattern[str] | None = None
     if content is not None:
+        import regex as re
+
         try:
             regex = re.compile(content, re.IGNORECASE if ignore_case else 0)
         except re.error as exc:

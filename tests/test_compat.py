@@ -5,6 +5,7 @@ turning a feature off with one warning, and no private name used elsewhere."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import subprocess
 import textwrap
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from mcp_hub import compat
 from mcp_hub.compat import hooks
+from mcp_hub.config.model import load_config
+from mcp_hub.downstream import runners
 from mcp_hub.errors import IncompatibleLibrary
 from tests.hubtest import PY, ROOT, echo_server_toml, hub_env, write_config
 
@@ -43,9 +46,9 @@ PRIVATE = {
 
 @pytest.fixture(autouse=True)
 def fresh_checks() -> Iterator[None]:
-    hooks._broken_features.cache_clear()
+    hooks._feature_problems.cache_clear()
     yield
-    hooks._broken_features.cache_clear()
+    hooks._feature_problems.cache_clear()
 
 
 def test_every_hook_is_present_on_the_installed_libraries() -> None:
@@ -147,6 +150,64 @@ async def test_the_hub_serves_with_the_lean_call_off_and_says_so_once(tmp_path: 
                 assert result.content[0].text == "hi"  # type: ignore[union-attr]
     stderr = errlog.read_text()
     assert stderr.count(f"{hooks.LEAN_CALL} is off") == 1, stderr
+
+
+def test_a_feature_of_a_config_part_not_in_use_is_not_probed(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    changed = [dataclasses.replace(h, probe=lambda: "changed") if h.feature == hooks.OTLP_DURATIONS
+               else h for h in hooks.HOOKS]
+    monkeypatch.setattr(hooks, "HOOKS", tuple(changed))
+    with caplog.at_level("WARNING", logger="mcp_hub.compat"):
+        compat.enforce({hooks.STDIO_SERVER})
+        assert caplog.records == []
+        compat.enforce({hooks.STDIO_SERVER, hooks.OTLP_DURATIONS})
+    assert [r.getMessage() for r in caplog.records] == [
+        f"opentelemetry MetricExporter._preferred_temporality: changed (needed by "
+        f"{hooks.OTLP_DURATIONS}): {hooks.OTLP_DURATIONS} is off"]
+
+
+def test_a_config_with_telemetry_checks_the_otlp_hooks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checked: list[set[str]] = []
+    monkeypatch.setattr(compat, "enforce", lambda in_use: checked.append(set(in_use)))
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    plain = load_config(write_config(tmp_path, echo_server_toml()))
+    traced = load_config(write_config(tmp_path, echo_server_toml()
+                                      + '\n[telemetry]\notlp_endpoint = "http://127.0.0.1:4318"\n'))
+    runners.check_libraries(plain, transport="stdio")
+    runners.check_libraries(traced, transport="stdio")
+    assert [hooks.OTLP_DURATIONS in c for c in checked] == [False, True]
+
+
+#: Libraries only a config part needs (OTLP export and what it pulls in; the content
+#: search of the file tools): a plain stdio hub never imports them, not even to probe a hook.
+NOT_LOADED_BY_A_PLAIN_STDIO_HUB = (
+    "opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http", "google.protobuf",
+    "requests", "urllib3", "regex",
+)
+
+
+@pytest.mark.anyio
+async def test_a_plain_stdio_hub_does_not_import_the_libraries_of_unused_features(
+        tmp_path: Path) -> None:
+    config = write_config(tmp_path, echo_server_toml())
+    loaded = tmp_path / "modules.txt"
+    script = _launcher(tmp_path, f"""
+        import atexit, sys
+        atexit.register(lambda: open({str(loaded)!r}, "w").write("\\n".join(sorted(sys.modules))))
+    """)
+    params = StdioServerParameters(command=PY, args=[str(script), "serve", "--config", str(config)],
+                                   cwd=str(ROOT), env=hub_env())
+    with anyio.fail_after(90), open(tmp_path / "stderr.log", "w") as err:
+        async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            result = await session.call_tool("echo_echo", {"text": "hi"})
+            assert not result.is_error, result
+    modules = set(loaded.read_text().split("\n"))
+    assert "mcp_hub.downstream.runners" in modules  # the hub served from this process
+    assert [m for m in NOT_LOADED_BY_A_PLAIN_STDIO_HUB if m in modules] == []
 
 
 # ---------------------------------------------------------------- the source stays behind the door

@@ -16,6 +16,6 @@ fallback (:func:`~mcp_hub.compat.hooks.enforce`). The package imports no other
 module of the hub: every layer may use it.
 """
 
-from mcp_hub.compat.hooks import HOOKS, Hook, HookProblem, check_hooks, enforce, feature_ok
+from mcp_hub.compat.hooks import HOOKS, ON_DEMAND, Hook, HookProblem, check_hooks, enforce, feature_ok
 
-__all__ = ["HOOKS", "Hook", "HookProblem", "check_hooks", "enforce", "feature_ok"]
+__all__ = ["HOOKS", "ON_DEMAND", "Hook", "HookProblem", "check_hooks", "enforce", "feature_ok"]

@@ -7,6 +7,13 @@ now; :func:`enforce` runs at start-up: a missing hook whose feature has a safe
 fallback turns that feature off with one warning naming the hook; one without
 (``required``) stops the hub with an error naming it. Features ask
 :func:`feature_ok` before they take their private path.
+
+A probe imports what it checks. The features in :data:`ON_DEMAND` belong to
+parts of a config (HTTP serving, replicas, ``[auth]``, OTLP export) whose
+libraries a hub without that part never loads; :func:`enforce` probes them only
+when the config uses them, and :func:`feature_ok` probes one feature when it is
+first asked, so a plain stdio hub does not import the OTLP exporter (with
+requests, urllib3 and protobuf) just to check a hook it never takes.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any
 
 from mcp_hub.errors import IncompatibleLibrary
 
-__all__ = ["HOOKS", "Hook", "HookProblem", "check_hooks", "enforce", "feature_ok"]
+__all__ = ["HOOKS", "ON_DEMAND", "Hook", "HookProblem", "check_hooks", "enforce", "feature_ok"]
 
 logger = logging.getLogger("mcp_hub.compat")
 
@@ -36,6 +43,9 @@ JWT_KEYS = "JWT key checks ([auth])"
 OTLP_DURATIONS = "the hub's duration histograms over OTLP"
 CHILD_CLEANUP = "closing a stdio child's pipes at once"
 SDK_SPANS_OFF = "switching off the SDK's per-message spans"
+
+#: Features of a config part, probed only when that part is in use (see the module text).
+ON_DEMAND = frozenset({HTTP_SESSIONS, HTTP_FAST_PATH, REPLICA_BUS, JWT_KEYS, OTLP_DURATIONS})
 
 _MANAGER = "mcp.server.streamable_http_manager:StreamableHTTPSessionManager"
 _TRANSPORT = "mcp.server.streamable_http:StreamableHTTPServerTransport"
@@ -201,19 +211,24 @@ def check_hooks(hooks: Collection[Hook] = HOOKS) -> list[HookProblem]:
 
 
 @functools.cache
-def _broken_features() -> frozenset[str]:
-    return frozenset(p.hook.feature for p in check_hooks())
+def _feature_problems(feature: str) -> tuple[HookProblem, ...]:
+    return tuple(check_hooks([h for h in HOOKS if h.feature == feature]))
 
 
 def feature_ok(feature: str) -> bool:
-    """Whether every hook of ``feature`` is as expected (checked once per process)."""
-    return feature not in _broken_features()
+    """Whether every hook of ``feature`` is as expected (checked once per process, when
+    first asked)."""
+    return not _feature_problems(feature)
 
 
 def enforce(in_use: Collection[str]) -> list[HookProblem]:
     """The start-up check: warn once for each missing hook of a feature that can be off;
-    raise :class:`IncompatibleLibrary` for a required one of a feature in ``in_use``."""
-    problems = check_hooks()
+    raise :class:`IncompatibleLibrary` for a required one of a feature in ``in_use``.
+
+    The features of :data:`ON_DEMAND` are probed only when in ``in_use``."""
+    features = dict.fromkeys(h.feature for h in HOOKS
+                             if h.feature in in_use or h.feature not in ON_DEMAND)
+    problems = [p for feature in features for p in _feature_problems(feature)]
     fatal = [p for p in problems if p.hook.required and p.hook.feature in in_use]
     if fatal:
         raise IncompatibleLibrary(

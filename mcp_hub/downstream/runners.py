@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcp_hub import compat
+from mcp_hub import compat, telemetry
 from mcp_hub.compat import hooks
 from mcp_hub.config.model import HubConfig
 from mcp_hub.downstream.draining import drain_on_signals
@@ -40,18 +40,22 @@ GRACEFUL_SECONDS = 2
 
 
 def check_libraries(config: HubConfig, *, transport: str, stateless: bool = False) -> None:
-    """The start-up check of every private hook (:mod:`mcp_hub.compat`): refuses to start
-    when a feature this config uses lost a hook it cannot do without; warns once for
-    each feature turned off instead."""
+    """The start-up check of the private hooks (:mod:`mcp_hub.compat`) this config can
+    reach: refuses to start when a feature it uses lost a hook it cannot do without;
+    warns once for each feature turned off instead. The hooks of HTTP serving, replicas,
+    ``[auth]`` and OTLP export are probed only when the config uses them (a probe imports
+    its library)."""
     in_use = {hooks.STDIO_SERVER} if transport == "stdio" else set()
     if transport == "http" and not stateless:
-        in_use.add(hooks.HTTP_SESSIONS)
+        in_use |= {hooks.HTTP_SESSIONS, hooks.HTTP_FAST_PATH}
     if any(s.protocol != "2025" for s in config.servers.values()):
         in_use.add(hooks.MODERN_UPSTREAMS)
     if config.auth is not None:
         in_use.add(hooks.JWT_KEYS)
     if transport == "http" and config.state.url:
         in_use.add(hooks.REPLICA_BUS)
+    if telemetry.resolve(config.telemetry) is not None:
+        in_use.add(hooks.OTLP_DURATIONS)
     compat.enforce(in_use)
 
 
