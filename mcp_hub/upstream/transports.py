@@ -51,7 +51,7 @@ from mcp_hub.registry.sanitize import clean_description
 from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth, watch_logout
 from mcp_hub.upstream.oauth.errors import login_hint
-from mcp_hub.upstream.sessions.ndjson import ndjson_listen_hook
+from mcp_hub.upstream.sessions.ndjson import ndjson_hook
 from mcp_hub.upstream.stdio import prespawn
 from mcp_hub.upstream.stdio.prespawn import INHERITED_ENV_VARS, AdoptEarly
 from mcp_hub.upstream.stdio.reader import StdoutReadStream, plain_response
@@ -177,8 +177,8 @@ async def _http_streams(name: str, config: ServerConfig, probe: TransportProbe,
         hooks: dict[str, list[Any]] = {"response": [probe.on_response],
                                        "request": [inject_trace_headers]}
         if config.transport == "http":
-            # A listen stream written as newline-delimited JSON is read line by line.
-            hooks["response"].append(ndjson_listen_hook(name, config.max_message_bytes))
+            # An answer written as newline-delimited JSON is read line by line.
+            hooks["response"].append(ndjson_hook(name, config.max_message_bytes))
             client = httpx2.AsyncClient(
                 headers=dict(config.headers) or None, timeout=timeout, event_hooks=hooks,
                 auth=auth,
