@@ -11,6 +11,7 @@ document answering it is not limited by the hub. (The whole path, through a hub,
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import AsyncIterator
 
 import httpx2
@@ -38,11 +39,15 @@ class _Chunks(httpx2.AsyncByteStream):
             yield self.body[start:start + 5]
 
 
-async def _answer(body: bytes, request: dict[str, object] = LISTEN) -> tuple[str, bytes]:
-    """The content type and body the SDK would read for ``body``."""
+async def _answer(body: bytes, request: dict[str, object] = LISTEN, *,
+                  gzip: bool = False) -> tuple[str, bytes]:
+    """The content type and body the SDK would read for ``body`` (sent gzip-encoded)."""
     def upstream(_: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, headers={"content-type": "application/json"},
-                               stream=_Chunks(body))
+        headers = {"content-type": "application/json"}
+        if gzip:
+            headers["content-encoding"] = "gzip"
+        return httpx2.Response(200, headers=headers,
+                               stream=_Chunks(zlib.compress(body, wbits=31) if gzip else body))
 
     hooks = {"response": [ndjson_hook("nd", 1024)]}
     async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream),
@@ -90,6 +95,14 @@ async def test_the_answer_to_a_call_is_read_the_same_way(
     assert events == (b'data: {"jsonrpc": "2.0", "method": "notifications/progress"}\n\n'
                       b'data: {"jsonrpc": "2.0", "id": 8, "result": {}}\n\n')
     assert "[nd] upstream sent a line that is not JSON on its answer to tools/call" in caplog.text
+
+
+@pytest.mark.parametrize("gzip", [False, True], ids=["plain", "gzip"])
+async def test_an_answer_is_read_decoded(gzip: bool) -> None:
+    one = b'{"jsonrpc": "2.0", "id": 8, "result": {}}'
+    assert await _answer(one, CALL, gzip=gzip) == ("application/json", one)
+    kind, events = await _answer(b'{"a": 1}\n' + one, CALL, gzip=gzip)
+    assert (kind, events) == ("text/event-stream", b'data: {"a": 1}\n\ndata: ' + one + b"\n\n")
 
 
 async def test_a_line_over_the_limit_fails_the_call_with_its_id() -> None:

@@ -230,33 +230,35 @@ async def _first_lines(reader: _Reader, chunks: AsyncIterator[bytes]
     return [], True
 
 
-async def _until_a_line(chunks: AsyncIterator[bytes]) -> tuple[bytearray, int]:
+async def _until_a_line(chunks: AsyncIterator[bytes]) -> tuple[bytes, int]:
     """Read until a newline that ends a line not blank: what was read and where that
     newline is (-1 if the body ended first). Not bounded: one document is read whole,
-    as the SDK reads it."""
-    held = bytearray()
+    as the SDK reads it; a body in one piece is not copied."""
+    parts: list[bytes] = []
+    size = 0
+    blank = True  # the line being read holds only whitespace so far
     async for chunk in chunks:
-        start = len(held)
-        held += chunk
-        while (nl := held.find(b"\n", start)) >= 0:
-            if held[:nl].strip():
-                return held, nl
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            if not blank or chunk[start:nl].strip():
+                parts.append(chunk)
+                return b"".join(parts), size + nl
             start = nl + 1
-    return held, -1
+        blank = blank and not chunk[start:].strip()
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts), -1
 
 
-async def _any_answer(server: str, limit: int, request: httpx2.Request,
+async def _any_answer(server: str, limit: int, request: httpx2.Request, held: bytes, nl: int,
                       chunks: AsyncIterator[bytes]) -> tuple[AsyncIterator[bytes], bool]:
-    """The body the SDK reads for the answer to any request but listen; True if its
-    messages are events (the module docstring)."""
-    held, nl = await _until_a_line(chunks)
-    if nl < 0:  # the body ended: one document (the common answer)
-        return _events([bytes(held)]), False
+    """The body the SDK reads for the answer to any request but listen, ``held`` read up
+    to the end of its first line (at ``nl``); True if its messages are events."""
     request_of = _request_of(request)
-    if request_of is None or _json_line(bytes(held[:nl]).strip()) is None:
-        return _replay(bytes(held), chunks), False  # one (pretty-printed) document
+    if request_of is None or _json_line(held[:nl].strip()) is None:
+        return _replay(held, chunks), False  # one (pretty-printed) document
     reader = _Reader(server, limit, *request_of)
-    return reader.stream(reader.splitter.feed(bytes(held)), chunks), True
+    return reader.stream(reader.splitter.feed(held), chunks), True
 
 
 async def _listen_answer(reader: _Reader, chunks: AsyncIterator[bytes]
@@ -284,22 +286,39 @@ def ndjson_hook(server: str, limit: int) -> Callable[[httpx2.Response], Awaitabl
             return
         if not response.headers.get("content-type", "").lower().startswith("application/json"):
             return
-        # A shadow of the answer decodes its content-encoding; the answer gets the decoded bytes.
-        source = httpx2.Response(response.status_code, headers=response.headers,
-                                 stream=response.stream, request=response.request)
-        chunks = source.aiter_bytes()
-        for name in ("content-encoding", "content-length"):
-            response.headers.pop(name, None)
+        chunks, close = _decoded(response)
         listen_id = _listen_id(response.request)
-        if listen_id is None:
-            parts, lines = await _any_answer(server, limit, response.request, chunks)
-        else:
+        if listen_id is not None:
             parts, lines = await _listen_answer(_Reader(server, limit, listen_id), chunks)
+        else:
+            held, nl = await _until_a_line(chunks)
+            if nl < 0:  # the body ended: one document, the common answer, as it came
+                await close()
+                response.stream = httpx2.ByteStream(held)
+                return
+            parts, lines = await _any_answer(server, limit, response.request, held, nl, chunks)
         if lines:
+            response.headers.pop("content-length", None)
             response.headers["content-type"] = "text/event-stream"
-        response.stream = _Body(parts, source.aclose)
+        response.stream = _Body(parts, close)
 
     return hook
+
+
+def _decoded(response: httpx2.Response
+             ) -> tuple[AsyncIterator[bytes], Callable[[], Awaitable[None]]]:
+    """The answer's body, decoded, and what closes it.
+
+    Without a content-encoding the bytes off the network are the body; otherwise a
+    shadow of the answer decodes them, and the answer loses the encoding's headers."""
+    stream = response.stream
+    if "content-encoding" not in response.headers and isinstance(stream, httpx2.AsyncByteStream):
+        return aiter(stream), stream.aclose
+    source = httpx2.Response(response.status_code, headers=response.headers,
+                             stream=stream, request=response.request)
+    for name in ("content-encoding", "content-length"):
+        response.headers.pop(name, None)
+    return source.aiter_bytes(), source.aclose
 
 
 def _first_text(lines: list[bytes | _Oversized]) -> bytes:
