@@ -10,7 +10,8 @@ not JSON (``NDJSON_NOISE``), and with ``NDJSON_BIG=N`` a notification line of
 N bytes after that. With ``NDJSON_CALLS=1`` every other POST answer that
 would be an event stream (``tools/call progress {steps}``: its progress
 notifications, then the result) is written the same way, the line that is not
-JSON after its first line. Usage: ``python -m tests.fixtures_upstream.ndjson_server
+JSON after its first line; with ``NDJSON_ANY_ERA=1`` it takes ``initialize``
+too (a 2025-11-25 session). Usage: ``python -m tests.fixtures_upstream.ndjson_server
 --port N``.
 """
 
@@ -55,7 +56,8 @@ def build() -> Server[Any]:
         on_list_resources=modern_server.list_resources,
         on_read_resource=modern_server.read_resource,
         on_subscriptions_listen=ListenHandler(modern_server.BUS))
-    server.middleware.append(modern_server.modern_only)
+    if os.environ.get("NDJSON_ANY_ERA") != "1":
+        server.middleware.append(modern_server.modern_only)
     return server
 
 
