@@ -52,7 +52,7 @@ from mcp_hub.telemetry import inject_trace_headers
 from mcp_hub.upstream.oauth.attach import hub_auth, watch_logout
 from mcp_hub.upstream.oauth.errors import login_hint
 from mcp_hub.upstream.polling import StreamPolls, watch
-from mcp_hub.upstream.sessions.ndjson import ndjson_listen_hook
+from mcp_hub.upstream.sessions.ndjson import ndjson_hook
 from mcp_hub.upstream.stdio import prespawn
 from mcp_hub.upstream.stdio.prespawn import INHERITED_ENV_VARS, AdoptEarly
 from mcp_hub.upstream.stdio.reader import StdoutReadStream, plain_response
@@ -178,8 +178,8 @@ async def _http_streams(name: str, config: ServerConfig, probe: TransportProbe,
         hooks: dict[str, list[Any]] = {"response": [probe.on_response],
                                        "request": [inject_trace_headers]}
         if config.transport == "http":
-            # A listen stream written as newline-delimited JSON is read line by line.
-            hooks["response"].append(ndjson_listen_hook(name, config.max_message_bytes))
+            # An answer written as newline-delimited JSON is read line by line.
+            hooks["response"].append(ndjson_hook(name, config.max_message_bytes))
             polls = StreamPolls()  # calls whose stream the upstream closes mid-call
             hooks["request"].append(polls.on_request)
             client = httpx2.AsyncClient(

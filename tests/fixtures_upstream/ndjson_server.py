@@ -7,7 +7,11 @@ answer from ``text/event-stream`` into ``application/json`` holding one JSON
 message a line, flushed line by line while the stream stays open, as some
 servers write it. Right after the acknowledgement it writes a line that is
 not JSON (``NDJSON_NOISE``), and with ``NDJSON_BIG=N`` a notification line of
-N bytes after that. Usage: ``python -m tests.fixtures_upstream.ndjson_server
+N bytes after that. With ``NDJSON_CALLS=1`` every other POST answer that
+would be an event stream (``tools/call progress {steps}``: its progress
+notifications, then the result) is written the same way, the line that is not
+JSON after its first line; with ``NDJSON_ANY_ERA=1`` it takes ``initialize``
+too (a 2025-11-25 session). Usage: ``python -m tests.fixtures_upstream.ndjson_server
 --port N``.
 """
 
@@ -52,7 +56,8 @@ def build() -> Server[Any]:
         on_list_resources=modern_server.list_resources,
         on_read_resource=modern_server.read_resource,
         on_subscriptions_listen=ListenHandler(modern_server.BUS))
-    server.middleware.append(modern_server.modern_only)
+    if os.environ.get("NDJSON_ANY_ERA") != "1":
+        server.middleware.append(modern_server.modern_only)
     return server
 
 
@@ -79,15 +84,21 @@ class _AsLines:
         self.send = send
         self.pending = b""
         self.lines = 0
+        self.through = False
 
     async def __call__(self, message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
+            kinds = [v for k, v in message.get("headers", []) if k.lower() == b"content-type"]
+            self.through = not any(v.startswith(b"text/event-stream") for v in kinds)
+            if self.through:  # one JSON document (or no body): as it is
+                await self.send(message)
+                return
             headers = [(k, v) for k, v in message.get("headers", [])
                        if k.lower() not in (b"content-type", b"content-length")]
             headers.append((b"content-type", b"application/json"))
             await self.send({**message, "headers": headers})
             return
-        if message["type"] != "http.response.body":
+        if message["type"] != "http.response.body" or self.through:
             await self.send(message)
             return
         self.pending += message.get("body", b"").replace(b"\r\n", b"\n")
@@ -133,7 +144,8 @@ def serve_http(port: int) -> None:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        await app(scope, replay, _AsLines(send) if _is_listen(body) else send)
+        as_lines = _is_listen(body) or os.environ.get("NDJSON_CALLS") == "1"
+        await app(scope, replay, _AsLines(send) if as_lines else send)
 
     uvicorn.run(ndjson, host="127.0.0.1", port=port, log_level="warning")
 

@@ -15,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_hub.config.model import ServerConfig
 from mcp_hub.upstream.sessions.lenient import upstream_session
+from mcp_hub.upstream.sessions.ndjson import ndjson_hook
 
 __all__ = ["list_tools", "user_session"]
 
@@ -37,8 +38,10 @@ async def user_session(config: ServerConfig, auth: httpx2.Auth, *,
                 config.url, headers=dict(config.headers) or None,
                 timeout=config.connect_timeout, sse_read_timeout=read_timeout, auth=auth))
         else:
+            # An answer written as newline-delimited JSON is read line by line.
+            hooks = {"response": [ndjson_hook(config.url, config.max_message_bytes)]}
             client = httpx2.AsyncClient(
-                headers=dict(config.headers) or None, auth=auth,
+                headers=dict(config.headers) or None, auth=auth, event_hooks=hooks,
                 timeout=httpx2.Timeout(config.connect_timeout, read=read_timeout))
             await stack.enter_async_context(client)
             streams = await stack.enter_async_context(

@@ -1,23 +1,28 @@
-"""A listen stream written as newline-delimited JSON, read as the messages it holds.
+"""An upstream's POST answer written as newline-delimited JSON, read as the messages it holds.
 
 The SDK's Streamable HTTP client reads an ``application/json`` answer as one
-JSON-RPC message once the body has ended. Some 2026-07-28 servers write their
-``subscriptions/listen`` stream under that content type as one JSON message a
-line (the acknowledgement, then each event), and keep the body open: read as
-one message it is never acknowledged and no list change is ever heard.
+JSON-RPC message once the body has ended. Some servers write an answer under
+that content type as one JSON message a line: their ``subscriptions/listen``
+stream (the acknowledgement, then each event, the body kept open), and the
+answer to a ``tools/call`` or any other request (its notifications, the
+requests they ask the client, then the result). Read as one message, the
+listen stream is never acknowledged, and the call fails with "Error parsing
+JSON response", what the server sent dropped.
 
-:func:`ndjson_listen_hook` is a response hook for the upstream's HTTP client
-(public ``httpx`` API only). For the answer to a ``subscriptions/listen`` POST
-that is ``application/json`` and whose first line is a JSON value on its own,
-it hands the SDK the same messages as a ``text/event-stream``, one event per
-line, in order, as each line arrives. An answer that is one JSON document
-(ended without a newline, or whose first line is not JSON by itself, as in a
-pretty-printed error) passes through as it came. Within a stream, a line that
-is not JSON is logged under the server's name and skipped; the stream goes on.
-A line longer than the server's ``max_message_bytes`` is not kept: it is
-logged and the stream ends with an error for the listen request, so the
-listen loop opens a new stream and re-reads every list (nothing is lost
-silently).
+:func:`ndjson_hook` is a response hook for the upstream's HTTP client (public
+``httpx`` API only). For a POST answer that is ``application/json`` and whose
+first line is a JSON value on its own, it hands the SDK the same messages as a
+``text/event-stream``, one event per line, in order, as each line arrives: the
+notifications and requests reach the session as if they had come on an SSE
+stream, and the answer's result (or error) ends the request. An answer that is
+one JSON document (ended without a newline, or whose first line is not JSON by
+itself, as in a pretty-printed error) passes through as it came; for any
+request but listen it is read as before, without a size limit of the hub's.
+Within a stream, a line that is not JSON is logged under the server's name
+and skipped; the stream goes on. A line longer than the server's
+``max_message_bytes`` is not kept: it is logged and the stream ends with an
+error for its request (nothing is lost silently); a listen loop then opens a
+new stream and re-reads every list.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any
 
 import httpx2
 
-__all__ = ["LISTEN_METHOD", "ndjson_listen_hook"]
+__all__ = ["LISTEN_METHOD", "ndjson_hook"]
 
 logger = logging.getLogger("mcp_hub.upstream")
 
@@ -113,6 +118,20 @@ def _listen_id(request: httpx2.Request) -> int | str | None:
     return request_id if isinstance(request_id, int | str) else None
 
 
+def _request_of(request: httpx2.Request) -> tuple[int | str, str] | None:
+    """The id and method of the request ``request`` carries; None if it carries none."""
+    try:
+        body: Any = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    if not isinstance(body, dict):
+        return None
+    request_id, method = body.get("id"), body.get("method")
+    if not isinstance(request_id, int | str) or not isinstance(method, str):
+        return None
+    return request_id, method
+
+
 def _json_line(line: bytes) -> bytes | None:
     """``line`` as one SSE-safe JSON text, or None if it is not JSON."""
     try:
@@ -129,12 +148,19 @@ def _event(data: bytes) -> bytes:
 
 
 class _Reader:
-    """One listen answer of one server, turned into events line by line."""
+    """One answer of one server, turned into events line by line.
 
-    def __init__(self, server: str, limit: int, listen_id: int | str) -> None:
+    ``method`` is the request's: the logs name the listen stream, or the answer."""
+
+    def __init__(self, server: str, limit: int, request_id: int | str,
+                 method: str = LISTEN_METHOD) -> None:
         self.server = server
         self.limit = limit
-        self.listen_id = listen_id
+        self.request_id = request_id
+        self.where = ("its listen stream" if method == LISTEN_METHOD
+                      else f"its answer to {method}")
+        self.then = ("the stream is opened again" if method == LISTEN_METHOD
+                     else "the request fails")
         self.splitter = _Splitter(limit)
         self.over = False
 
@@ -149,8 +175,8 @@ class _Reader:
                 continue
             data = _json_line(line.strip())
             if data is None:
-                logger.warning("[%s] upstream sent a line that is not JSON on its listen stream; "
-                               "skipped: %r", self.server, line[:_SHOWN],
+                logger.warning("[%s] upstream sent a line that is not JSON on %s; "
+                               "skipped: %r", self.server, self.where, line[:_SHOWN],
                                extra={"server": self.server})
                 continue
             out.append(_event(data))
@@ -158,12 +184,12 @@ class _Reader:
 
     def _refuse(self, size: int) -> bytes:
         self.over = True
-        logger.warning("[%s] upstream sent a %d-byte message on its listen stream, over "
-                       "max_message_bytes (%d); dropped, the stream is opened again",
-                       self.server, size, self.limit, extra={"server": self.server})
+        logger.warning("[%s] upstream sent a %d-byte message on %s, over "
+                       "max_message_bytes (%d); dropped, %s", self.server, size,
+                       self.where, self.limit, self.then, extra={"server": self.server})
         message = (f"the server's message of {size / 1048576:.1f} MB exceeds "
                    f"max_message_bytes ({self.limit / 1048576:g} MB); it was dropped")
-        error = {"jsonrpc": "2.0", "id": self.listen_id,
+        error = {"jsonrpc": "2.0", "id": self.request_id,
                  "error": {"code": _INTERNAL_ERROR, "message": message}}
         return _event(json.dumps(error).encode())
 
@@ -204,8 +230,54 @@ async def _first_lines(reader: _Reader, chunks: AsyncIterator[bytes]
     return [], True
 
 
-def ndjson_listen_hook(server: str, limit: int) -> Callable[[httpx2.Response], Awaitable[None]]:
-    """A response hook reading server ``server``'s NDJSON listen stream (module docstring)."""
+async def _until_a_line(chunks: AsyncIterator[bytes]) -> tuple[bytes, int]:
+    """Read until a newline that ends a line not blank: what was read and where that
+    newline is (-1 if the body ended first). Not bounded: one document is read whole,
+    as the SDK reads it; a body in one piece is not copied."""
+    parts: list[bytes] = []
+    size = 0
+    blank = True  # the line being read holds only whitespace so far
+    async for chunk in chunks:
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            if not blank or chunk[start:nl].strip():
+                parts.append(chunk)
+                return b"".join(parts), size + nl
+            start = nl + 1
+        blank = blank and not chunk[start:].strip()
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts), -1
+
+
+async def _any_answer(server: str, limit: int, request: httpx2.Request, held: bytes, nl: int,
+                      chunks: AsyncIterator[bytes]) -> tuple[AsyncIterator[bytes], bool]:
+    """The body the SDK reads for the answer to any request but listen, ``held`` read up
+    to the end of its first line (at ``nl``); True if its messages are events."""
+    request_of = _request_of(request)
+    if request_of is None or _json_line(held[:nl].strip()) is None:
+        return _replay(held, chunks), False  # one (pretty-printed) document
+    reader = _Reader(server, limit, *request_of)
+    return reader.stream(reader.splitter.feed(held), chunks), True
+
+
+async def _listen_answer(reader: _Reader, chunks: AsyncIterator[bytes]
+                         ) -> tuple[AsyncIterator[bytes], bool]:
+    """The body the SDK reads for a listen answer; True if its messages are events.
+    A first line over the limit fails the stream at once."""
+    first, ended = await _first_lines(reader, chunks)
+    if ended:  # one JSON document, as the SDK reads it
+        return _events([reader.splitter.rest()]), False
+    if isinstance(first[-1], _Oversized) or _json_line(_first_text(first)) is not None:
+        return reader.stream(first, chunks), True
+    # the first line is not JSON by itself: one (pretty-printed) document
+    head = b"\n".join(line for line in first if isinstance(line, bytes)) + b"\n"
+    return _replay(head + reader.splitter.rest(), chunks), False
+
+
+def ndjson_hook(server: str, limit: int) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """A response hook reading server ``server``'s POST answers written as NDJSON
+    (the module docstring); ``limit`` is its ``max_message_bytes``."""
 
     async def hook(response: httpx2.Response) -> None:
         if response.status_code != 200 or response.request.method != "POST":
@@ -214,29 +286,39 @@ def ndjson_listen_hook(server: str, limit: int) -> Callable[[httpx2.Response], A
             return
         if not response.headers.get("content-type", "").lower().startswith("application/json"):
             return
+        chunks, close = _decoded(response)
         listen_id = _listen_id(response.request)
-        if listen_id is None:
-            return
-        # A shadow of the answer decodes its content-encoding; the answer gets the decoded bytes.
-        source = httpx2.Response(response.status_code, headers=response.headers,
-                                 stream=response.stream, request=response.request)
-        chunks = source.aiter_bytes()
-        for name in ("content-encoding", "content-length"):
-            response.headers.pop(name, None)
-        reader = _Reader(server, limit, listen_id)
-        first, ended = await _first_lines(reader, chunks)
-        parts: AsyncIterator[bytes]
-        if ended:  # one JSON document, as the SDK reads it
-            parts = _events([reader.splitter.rest()])
-        elif isinstance(first[-1], _Oversized) or _json_line(_first_text(first)) is not None:
+        if listen_id is not None:
+            parts, lines = await _listen_answer(_Reader(server, limit, listen_id), chunks)
+        else:
+            held, nl = await _until_a_line(chunks)
+            if nl < 0:  # the body ended: one document, the common answer, as it came
+                await close()
+                response.stream = httpx2.ByteStream(held)
+                return
+            parts, lines = await _any_answer(server, limit, response.request, held, nl, chunks)
+        if lines:
+            response.headers.pop("content-length", None)
             response.headers["content-type"] = "text/event-stream"
-            parts = reader.stream(first, chunks)
-        else:  # the first line is not JSON by itself: one (pretty-printed) document
-            head = b"\n".join(line for line in first if isinstance(line, bytes)) + b"\n"
-            parts = _replay(head + reader.splitter.rest(), chunks)
-        response.stream = _Body(parts, source.aclose)
+        response.stream = _Body(parts, close)
 
     return hook
+
+
+def _decoded(response: httpx2.Response
+             ) -> tuple[AsyncIterator[bytes], Callable[[], Awaitable[None]]]:
+    """The answer's body, decoded, and what closes it.
+
+    Without a content-encoding the bytes off the network are the body; otherwise a
+    shadow of the answer decodes them, and the answer loses the encoding's headers."""
+    stream = response.stream
+    if "content-encoding" not in response.headers and isinstance(stream, httpx2.AsyncByteStream):
+        return aiter(stream), stream.aclose
+    source = httpx2.Response(response.status_code, headers=response.headers,
+                             stream=stream, request=response.request)
+    for name in ("content-encoding", "content-length"):
+        response.headers.pop(name, None)
+    return source.aiter_bytes(), source.aclose
 
 
 def _first_text(lines: list[bytes | _Oversized]) -> bytes:
