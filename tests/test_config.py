@@ -169,3 +169,19 @@ def test_enabled_servers_and_the_fingerprint() -> None:
     same = parse_config(SERVER + '[servers.b]\ncommand = "y"\nenabled = false\n')
     assert config.fingerprint() == same.fingerprint()
     assert HubConfig().fingerprint() != config.fingerprint()
+
+
+@pytest.mark.parametrize(("server", "protocol"), [
+    ('url = "http://127.0.0.1:9/mcp"', "auto"),
+    ('url = "http://127.0.0.1:9/mcp"\ntransport = "http"', "auto"),
+    ('url = "http://127.0.0.1:9/sse"\ntransport = "sse"', "2025"),
+    ('command = "server"', "2025"),
+    ('url = "http://127.0.0.1:9/mcp"\nprotocol = "2025"', "2025"),
+    ('command = "server"\nprotocol = "auto"', "auto"),
+    ('command = "server"\nprotocol = "2026"', "2026"),
+])
+def test_protocol_left_out_follows_the_transport(server: str, protocol: str) -> None:
+    """Left out, the era is discovered over Streamable HTTP and the handshake elsewhere
+    (stdio: one pipe, one session; SSE: a 2025 transport); set, it is kept as written."""
+    config = parse_config(f"[servers.fx]\n{server}\n")
+    assert config.servers["fx"].protocol == protocol

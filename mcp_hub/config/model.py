@@ -240,6 +240,8 @@ class ServerConfig(_Model):
     connect_timeout: float = Field(default=30.0, gt=0)
     keepalive_interval: float = Field(default=30.0, ge=0)
     #: The era spoken to this upstream: handshake (2025), discovery (2026), or discover-then-fall-back.
+    #: Left out: ``"auto"`` over Streamable HTTP, ``"2025"`` over stdio and SSE
+    #: (:meth:`_default_protocol` fills it in before validation).
     protocol: Literal["auto", "2025", "2026"] = "2025"
     max_call_seconds: float = Field(default=600.0, gt=0)
     #: Largest single message accepted from a stdio server (a bigger answer fails its request),
@@ -278,6 +280,19 @@ class ServerConfig(_Model):
     @classmethod
     def _usable_path(cls, value: list[str]) -> list[str]:
         return _usable_path_entries(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_protocol(cls, data: Any) -> Any:
+        """The era when ``protocol`` is left out: ``"auto"`` over Streamable HTTP (discover, fall
+        back to the handshake; there a 2025 client that can be asked gets a handshake session of
+        its own, docs/protocol.md). ``"2025"`` over stdio, one pipe and so one session, where a
+        server that speaks both eras but asks its questions the 2025 way can ask only on a
+        handshake session; and over the legacy SSE transport, which 2026-07-28 dropped."""
+        if isinstance(data, dict) and "protocol" not in data:
+            transport = data.get("transport") or ("stdio" if data.get("command") else "http")
+            data = {**data, "protocol": "auto" if transport == "http" else "2025"}
+        return data
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerConfig:

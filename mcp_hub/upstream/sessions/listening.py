@@ -8,7 +8,9 @@ changes, a new stream with the new filter is opened and acknowledged *before*
 the old one is closed, so no update to a URI watched in both falls into a gap.
 
 A stream that drops is re-opened after a pause, and every list is refreshed
-then (a listen stream does not replay what was missed).
+then (a listen stream does not replay what was missed). So is every list once
+the first stream of a session is acknowledged: the connection read its lists
+before that stream was open, and a change in between would otherwise be lost.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ async def follow_changes(
 
     async with anyio.create_task_group() as tg:
         current: anyio.CancelScope | None = None
+        first = True
         while True:
             version = watched.version
             ended = anyio.Event()
@@ -159,6 +162,10 @@ async def follow_changes(
                 current.cancel()
             current = scope
             watched.acknowledge(version, honoured)
+            if first:  # what changed between the first list reads and this stream
+                first = False
+                for kind in _ALL_KINDS:
+                    refresh(kind)
             if await _changed_or_ended(watched, version, ended):
                 continue
             current = None
