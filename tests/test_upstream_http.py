@@ -87,8 +87,9 @@ async def test_an_http_401_parks_the_server() -> None:
 
 async def test_an_unknown_http_session_reinitialises_and_the_call_goes_through() -> None:
     port = free_port()
-    body = _block("net", "http", port).replace("keepalive_interval = 0.5",
-                                                "keepalive_interval = 0")
+    # HTTP sessions (and their 404) exist on the handshake era only.
+    body = _block("net", "http", port, 'protocol = "2025"').replace(
+        "keepalive_interval = 0.5", "keepalive_interval = 0")
     with anyio.fail_after(90):
         async with http_upstream("http", port) as (_, proc), running(body) as (
             manager, registry,
@@ -113,7 +114,8 @@ async def test_over_streamable_http_a_request_goes_only_to_the_client_that_cause
     with anyio.fail_after(60):
         async with (
             http_upstream("http", port),
-            running(_block("net", "http", port)) as (_, registry),
+            # Server-initiated requests within a call: the handshake era.
+            running(_block("net", "http", port, 'protocol = "2025"')) as (_, registry),
         ):
             capable = Client("capable")
             async with anyio.create_task_group() as tg:

@@ -122,7 +122,9 @@ async def test_a_child_that_dies_mid_call_fails_the_lean_call_at_once(paths: Pat
 
 async def test_a_plain_call_over_streamable_http_takes_the_lean_path(paths: Paths) -> None:
     port = free_port()
-    block = (f'[servers.net]\nurl = "http://127.0.0.1:{port}/mcp"\ntransport = "http"\n')
+    # The lean path serves handshake-era sessions (a 2026-07-28 session takes the SDK's).
+    block = (f'[servers.net]\nurl = "http://127.0.0.1:{port}/mcp"\ntransport = "http"\n'
+             'protocol = "2025"\n')
     with anyio.fail_after(60):
         async with http_upstream("http", port), running(block) as (_, registry):
             result = await registry.dispatch("net_add", {"a": 1, "b": 2}, call=CallContext())
