@@ -142,10 +142,13 @@ async def run_command(command: str, cwd: Path, time_limit: float,
     env = {**os.environ, **_EXTRA_ENV}
     capture = OutputCapture(max_output_chars)
     started = time.monotonic()
-    proc = await anyio.open_process(
-        [shell, "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    # Shielded: the command may already run (and start children) before open_process
+    # returns; a cancellation landing there would lose the group this function must kill.
+    with anyio.CancelScope(shield=True):
+        proc = await anyio.open_process(
+            [shell, "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
     # start_new_session makes the shell a group leader: its pid is the group id.
     pgid = proc.pid
     try:
