@@ -40,7 +40,7 @@ PRIVATE = {
     "_requests_in_flight",
     "_idle_timeout", "_request_streams", "_read_stream_writer", "_jwk_data",
     "_preferred_temporality", "_preferred_aggregation", "_stamp", "_dispatcher", "_allocate_id",
-    "_connection", "_later_revision_fields", "_Pending",
+    "_connection", "_later_revision_fields", "_Pending", "_negotiate_initialize",
 }
 
 
@@ -226,7 +226,14 @@ def _strays(path: Path, tree: ast.Module) -> Iterator[str]:
     sdk_classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and any(
         isinstance(b, ast.Name) and b.id in SDK_BASES for b in n.bases)]
     inside_sdk_class = {id(n) for c in sdk_classes for n in ast.walk(c)}
+    # Names bound by ``from <guarded library> import X``: ``X._private`` is theirs.
+    theirs = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+              and n.module and _guarded(n.module) for a in n.names}
     for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in theirs and node.attr.startswith("_") \
+                and not node.attr.startswith("__"):
+            yield f"{where}:{node.lineno}: uses private {node.value.id}.{node.attr}"
         if isinstance(node, ast.ImportFrom) and node.module and _guarded(node.module):
             if any(part.startswith("_") for part in node.module.split(".")):
                 yield f"{where}:{node.lineno}: imports private module {node.module}"
@@ -262,6 +269,18 @@ def test_the_scan_finds_a_stray() -> None:
     """)
     strays = list(_strays(ROOT / "mcp_hub" / "x.py", ast.parse(source)))
     assert len(strays) == 6, strays
+
+
+def test_the_scan_finds_a_private_member_of_any_library_class() -> None:
+    """Not only the names listed in PRIVATE: any ``_member`` of a name imported from a
+    guarded library (a static method, a class attribute) is the library's."""
+    source = textwrap.dedent("""
+        from mcp.server.runner import ServerRunner as Runner
+        def f(params):
+            return Runner._some_new_private(params), Runner.__name__
+    """)
+    strays = list(_strays(ROOT / "mcp_hub" / "x.py", ast.parse(source)))
+    assert strays == ["mcp_hub/x.py:4: uses private Runner._some_new_private"], strays
 
 
 def test_one_hub_class_derives_from_the_doors_session_manager() -> None:

@@ -21,11 +21,12 @@ from typing import Any
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.runner import ServerRunner
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["HookedSessionManager", "holding", "read_stream_writer", "request_streams",
+__all__ = ["HookedSessionManager", "holding", "negotiate_initialize", "read_stream_writer", "request_streams",
            "requests_in_flight", "transport_write_stream"]
 
 _SDK = StreamableHTTPSessionManager
@@ -136,3 +137,10 @@ def read_stream_writer(transport: StreamableHTTPServerTransport) -> Any:
 def transport_write_stream(transport: StreamableHTTPServerTransport) -> Any:
     """Where the server writes outgoing messages for the transport (None if closed)."""
     return transport._write_stream
+
+
+def negotiate_initialize(params: dict[str, Any]) -> tuple[Any, str]:
+    """(the client's ``initialize`` params, the protocol version) as the SDK's runner settles
+    them for a new session: a session rebuilt on another replica from its sealed
+    ``initialize`` gets the same answer its first replica gave."""
+    return ServerRunner._negotiate_initialize(params)

@@ -45,13 +45,14 @@ import anyio.abc
 from anyio.abc import TaskStatus
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext, authorization_context
 from mcp.server.connection import Connection
-from mcp.server.runner import ServerRunner, serve_connection
+from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from mcp_hub.compat.sdk_http import negotiate_initialize
 from mcp_hub.downstream.http.body import request_body
 from mcp_hub.downstream.identity import scope_caller
 from mcp_hub.downstream.replicas.sealed_session import SessionSealer, credential_tag, session_credential
@@ -557,7 +558,7 @@ class SealedSessions:
                         read_stream, write_stream, inline_methods=frozenset({"initialize"}))
                     connection = Connection.for_loop(dispatcher, session_id=sid)
                     connection.client_params, connection.protocol_version = (
-                        ServerRunner._negotiate_initialize(params))
+                        negotiate_initialize(params))
                     connection.initialized.set()
                     # The session's caller, level and subscriptions are back before its
                     # first request is served (an update right after it must not be
