@@ -123,6 +123,15 @@ class HttpHub:
         return self.stderr_path.read_text(errors="replace")
 
 
+def _show_log(what: str, path: Path, limit: int = 20_000) -> None:
+    """The last ``limit`` characters of a child's log, on this process's stderr."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return
+    sys.stderr.write(f"--- {what} log {path} (last {limit} chars) ---\n{text[-limit:]}\n")
+
+
 @asynccontextmanager
 async def http_hub(config: Path, tmp: Path, *extra_args: str,
                    timeout: float = 30, probe: str = "/readyz") -> AsyncIterator[HttpHub]:  # noqa: ASYNC109
@@ -156,6 +165,11 @@ async def http_hub(config: Path, tmp: Path, *extra_args: str,
                         pass
                     await anyio.sleep(0.05)
         yield hub
+    except BaseException:
+        # The test failed (or timed out) with the hub running: its log goes to the
+        # test's captured stderr, which pytest prints with the failure.
+        _show_log("hub", stderr_path)
+        raise
     finally:
         proc.terminate()
         try:

@@ -6,6 +6,7 @@ and ``mcp-hub login`` run the way a person would, with the URL followed headless
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -20,6 +21,17 @@ import pytest
 
 from tests import auth_support
 from tests.hubtest import PY, ROOT, HttpHub, http_hub, hub_env
+
+#: A JSON Web Token in the clear: a base64url JSON header, a dot, a JSON payload.
+#: A sealed (Fernet) value is one base64url run without dots, so it never matches,
+#: whereas "eyJ" alone turns up in one random ciphertext of a few hundred.
+_JWT = re.compile(rb"eyJ[A-Za-z0-9_-]*\.eyJ")
+
+
+def readable_token(blob: bytes) -> bool:
+    """Whether ``blob`` holds an OAuth token readable as it is: a JWT, or token JSON."""
+    return _JWT.search(blob) is not None or b"access_token" in blob
+
 
 AUTH_SERVER = ROOT / "tests" / "fixtures" / "oauth" / "auth_server.mjs"
 MOCK_PACKAGE = ROOT / "js" / "node_modules" / "oauth2-mock-server"

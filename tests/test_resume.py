@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx2
 import pytest
 from mcp.types import JSONRPCMessage, JSONRPCNotification
@@ -313,3 +314,43 @@ async def test_a_call_stream_opens_with_a_priming_event_and_retry(
     assert first.get("id")
     assert first.get("data", "") == ""
     assert first.get("retry") == retry
+
+
+class _Transport:
+    """What the event store reads of a session's SDK transport: its registered streams."""
+
+    def __init__(self) -> None:
+        self._request_streams: dict[str, object] = {}
+        self.is_terminated = False
+
+
+async def test_a_message_for_a_just_replayed_stream_waits_until_the_stream_is_live() -> None:
+    # The SDK registers a resumed stream a few loop turns after its replay; a message
+    # stored in between would be neither replayed nor sent live.
+    store = BoundedEventStore(100)
+    view = store.view()
+    view.session_id, view.transport = "s", _Transport()
+    note = JSONRPCNotification(jsonrpc="2.0", method="notifications/progress", params={})
+    cursor = await view.store_event("7", None)
+
+    async def ignore(event: Any) -> None:
+        pass
+
+    assert await view.replay_events_after(cursor, ignore) == "7"
+    order: list[str] = []
+
+    async def answer() -> None:
+        await view.store_event("7", note)
+        order.append("stored")
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer)
+            for _ in range(5):
+                await anyio.lowlevel.checkpoint()
+            order.append("registered")
+            view.transport._request_streams["7"] = object()
+    assert order == ["registered", "stored"]
+    # Once seen live, later messages of the stream do not wait.
+    with anyio.fail_after(1):
+        await view.store_event("7", note)

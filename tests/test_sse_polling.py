@@ -147,16 +147,22 @@ async def _poll(url: str, lead: bytes) -> tuple[list[dict[str, str]], list[dict[
         cursor = first[-1].get("id") if first else None
         if not cursor or _answer(first, 1) is not None:
             return first, []
+        # A resumed stream may itself be closed for polling (the upstream closed its own
+        # again): the client resumes again from the last event it saw, as SEP-1699 says.
         resumed: list[dict[str, str]] = []
-        async with client.stream("GET", url, headers={**headers, "Accept": "text/event-stream",
-                                                      "last-event-id": cursor}) as again:
-            assert again.status_code == 200
-            text = ""
-            async for chunk in again.aiter_text():
-                text += chunk
-                resumed = _events(text)
-                if _answer(resumed, 1) is not None:
-                    break
+        for _ in range(5):
+            async with client.stream("GET", url, headers={
+                    **headers, "Accept": "text/event-stream", "last-event-id": cursor}) as again:
+                assert again.status_code == 200
+                text = ""
+                async for chunk in again.aiter_text():
+                    text += chunk
+                    events = _events(text)
+                    if _answer(events, 1) is not None:
+                        return first, resumed + events
+            events = _events(text)
+            resumed += events
+            cursor = next((e["id"] for e in reversed(events) if e.get("id")), cursor)
         return first, resumed
 
 

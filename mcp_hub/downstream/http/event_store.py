@@ -15,6 +15,15 @@ that dropped.
 Each session writes through its own :class:`SessionEvents` view, and a replay
 only ever returns events of the session that asks: event ids are hub-wide
 counters, so they are guessable, but another session's id replays nothing.
+
+A resumed stream has a gap in the SDK transport: after the replay it stores a
+priming event, sends it, and only then registers the stream for live messages.
+A message stored in that gap was not replayed and finds no stream, so the
+client would wait on its resumed stream for an answer that never comes (a
+call whose answer arrives just as its client resumes: the upstream polling
+case of SEP-1699). The view closes the gap: a message for a stream that was
+just replayed waits, bounded by ``REGISTER_WAIT``, until the transport has
+registered that stream, and then goes out on it live.
 """
 
 from __future__ import annotations
@@ -22,12 +31,19 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+import anyio
 import pydantic_core
 from mcp.server.streamable_http import GET_STREAM_KEY, EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 
-__all__ = ["BoundedEventStore", "SessionEvents"]
+from mcp_hub.compat.sdk_http import request_streams
+
+__all__ = ["REGISTER_WAIT", "BoundedEventStore", "SessionEvents"]
+
+#: How long a message for a just-replayed stream waits for the transport to register it.
+REGISTER_WAIT = 2.0
 
 
 class SessionEvents(EventStore):
@@ -37,8 +53,27 @@ class SessionEvents(EventStore):
         self.store = store
         #: The Streamable HTTP session id, once the session manager has assigned it.
         self.session_id: str | None = None
+        #: The session's SDK transport, once admitted (where resumed streams register).
+        self.transport: Any = None
+        #: Streams just replayed whose live registration is not yet seen, with the time
+        #: (``anyio.current_time``) after which nobody waits for it any more.
+        self._replayed: dict[StreamId, float] = {}
+
+    async def _registered(self, stream_id: StreamId) -> None:
+        """Wait (bounded) until the transport registered the just-replayed ``stream_id``.
+
+        The SDK signals nothing when it registers a resumed stream, so this looks
+        for it every couple of milliseconds; it happens within a few loop turns."""
+        transport = self.transport
+        deadline = self._replayed.pop(stream_id)
+        with anyio.move_on_after(deadline - anyio.current_time()):
+            while (transport is not None and not transport.is_terminated  # noqa: ASYNC110
+                   and stream_id not in request_streams(transport)):
+                await anyio.sleep(0.002)
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        if message is not None and stream_id in self._replayed:
+            await self._registered(stream_id)
         hook = self.store.on_standalone
         if hook is not None and stream_id == GET_STREAM_KEY and message is not None and (
                 self.session_id is not None):
@@ -53,7 +88,10 @@ class SessionEvents(EventStore):
 
     async def replay_events_after(self, last_event_id: EventId,
                                   send_callback: EventCallback) -> StreamId | None:
-        return await self.store.replay(self, last_event_id, send_callback)
+        stream_id = await self.store.replay(self, last_event_id, send_callback)
+        if stream_id is not None and self.transport is not None:
+            self._replayed[stream_id] = anyio.current_time() + REGISTER_WAIT
+        return stream_id
 
 
 _Key = tuple[SessionEvents, StreamId]

@@ -141,6 +141,7 @@ class ResumableSessions:
         view, self._fresh = self._fresh, None
         if transport is not None and view is not None and transport.mcp_session_id:
             self._resumption.events.bind(view, transport.mcp_session_id)
+            view.transport = transport
             self._views[transport.mcp_session_id] = view
 
     def discarded(self, session_id: str) -> None:
@@ -201,15 +202,21 @@ class DroppedStreamWatcher:
         if stream_id is None:
             await self.app(scope, receive, send)
             return
-        state = {"stream": False, "ended": False, "refused": False}
+        state = {"stream": False, "ended": False, "refused": False, "answered": False}
 
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start":
                 state["refused"] = int(message.get("status", 200)) >= 400
                 kinds = [v for k, v in message.get("headers", []) if k.lower() == b"content-type"]
                 state["stream"] = any(v.startswith(b"text/event-stream") for v in kinds)
-            elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                state["ended"] = True
+            elif message["type"] == "http.response.body":
+                body = message.get("body", b"")
+                if b"data: {" in body:
+                    # Whether the last event sent is an answer (no method) rather than a
+                    # notification or request; a priming event carries no JSON.
+                    state["answered"] = b'"method"' not in body
+                if not message.get("more_body", False):
+                    state["ended"] = True
             await send(message)
 
         try:
@@ -217,10 +224,12 @@ class DroppedStreamWatcher:
         finally:
             if state["refused"]:
                 pass  # a refused request changes nothing of the session's streams
-            elif state["stream"] and (not state["ended"]
+            elif state["stream"] and (not state["ended"] or not state["answered"]
                                       or (session_id, stream_id) in self.resumption.calls):
                 # Dropped, or closed by the hub before the answer for the client to poll
-                # (an upstream polls): either way the answer waits for a resume.
+                # (an upstream polls): either way the answer waits for a resume. The
+                # call may have ended meanwhile (its answer then is in the store), so
+                # what counts is whether the stream's last event was the answer.
                 self.resumption.dropped(session_id, stream_id)
                 mirror = self.resumption.mirror
                 if mirror is not None and (session_id, stream_id) in self.resumption.windows:
