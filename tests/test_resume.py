@@ -354,3 +354,20 @@ async def test_a_message_for_a_just_replayed_stream_waits_until_the_stream_is_li
     # Once seen live, later messages of the stream do not wait.
     with anyio.fail_after(1):
         await view.store_event("7", note)
+
+
+@pytest.mark.parametrize(("body", "kind"), [
+    (b'event: message\r\ndata: {"jsonrpc":"2.0","id":1,"result":{"t":"\\"method\\""}}\r\n\r\n',
+     b"result"),
+    (b'id: 2\ndata: \n\ndata: {"jsonrpc":"2.0","id":"a","error":{"code":1}}\n\n', b"error"),
+    (b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"result":1}}\n\n',
+     b"method"),
+    (b'data: {"jsonrpc":"2.0","id":1,"result":{}}\n\ndata: {"jsonrpc":"2.0","id":"h1",'
+     b'"method":"sampling/createMessage"}\n\n', b"method"),
+    (b"id: 1\r\nretry: 1000\r\ndata: \r\n\r\n", None),
+])
+def test_the_last_event_of_a_stream_tells_an_answer_from_a_notification(
+        body: bytes, kind: bytes | None) -> None:
+    # What decides whether a closed stream was answered (else its events wait for a resume).
+    from mcp_hub.downstream.http.resume import _message_kind
+    assert _message_kind(body) == kind

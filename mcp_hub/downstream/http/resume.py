@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -152,6 +153,22 @@ class ResumableSessions:
         self._resumption.session_ended(session_id)
 
 
+#: The first of the keys that tell JSON-RPC messages apart, in an SSE event's data:
+#: messages are written with ``jsonrpc`` and ``id`` first, then ``method`` (a request or
+#: notification) or ``result`` / ``error`` (an answer), before any nested content.
+_KIND = re.compile(rb'data: \{[^\n]*?"(method|result|error)"')
+
+
+def _message_kind(body: bytes) -> bytes | None:
+    """``method``, ``result`` or ``error`` for the last SSE event of ``body`` carrying a
+    JSON-RPC message, None when it carries none."""
+    start = body.rfind(b"data: {")
+    if start < 0:
+        return None
+    found = _KIND.match(body, start)
+    return found.group(1) if found is not None else None
+
+
 def _request_id(body: bytes) -> str | None:
     """The id of the JSON-RPC request a POST body carries (None for anything else)."""
     if b'"id"' not in body or b'"method"' not in body:
@@ -210,11 +227,9 @@ class DroppedStreamWatcher:
                 kinds = [v for k, v in message.get("headers", []) if k.lower() == b"content-type"]
                 state["stream"] = any(v.startswith(b"text/event-stream") for v in kinds)
             elif message["type"] == "http.response.body":
-                body = message.get("body", b"")
-                if b"data: {" in body:
-                    # Whether the last event sent is an answer (no method) rather than a
-                    # notification or request; a priming event carries no JSON.
-                    state["answered"] = b'"method"' not in body
+                kind = _message_kind(message.get("body", b""))
+                if kind is not None:  # a priming event carries no JSON
+                    state["answered"] = kind != b"method"
                 if not message.get("more_body", False):
                     state["ended"] = True
             await send(message)
