@@ -227,8 +227,10 @@ class DroppedStreamWatcher:
                 kinds = [v for k, v in message.get("headers", []) if k.lower() == b"content-type"]
                 state["stream"] = any(v.startswith(b"text/event-stream") for v in kinds)
             elif message["type"] == "http.response.body":
-                kind = _message_kind(message.get("body", b""))
-                if kind is not None:  # a priming event carries no JSON
+                # Only a stream's last event matters (a JSON body is its answer); a
+                # priming event carries no JSON.
+                kind = _message_kind(message.get("body", b"")) if state["stream"] else None
+                if kind is not None:
                     state["answered"] = kind != b"method"
                 if not message.get("more_body", False):
                     state["ended"] = True
