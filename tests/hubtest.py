@@ -123,7 +123,7 @@ class HttpHub:
         return self.stderr_path.read_text(errors="replace")
 
 
-def _show_log(what: str, path: Path, limit: int = 20_000) -> None:
+def show_log(what: str, path: Path, limit: int = 20_000) -> None:
     """The last ``limit`` characters of a child's log, on this process's stderr."""
     try:
         text = path.read_text(errors="replace")
@@ -168,7 +168,7 @@ async def http_hub(config: Path, tmp: Path, *extra_args: str,
     except BaseException:
         # The test failed (or timed out) with the hub running: its log goes to the
         # test's captured stderr, which pytest prints with the failure.
-        _show_log("hub", stderr_path)
+        show_log("hub", stderr_path)
         raise
     finally:
         proc.terminate()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hubtest import HttpHub, http_hub
+from tests.hubtest import HttpHub, http_hub, show_log
 from tests.system_services import RedisServer, haproxy, redis_server
 
 #: deploy/haproxy/haproxy.cfg names this many backends; fewer replicas fill them in turn.
@@ -66,14 +66,13 @@ async def replicas(tmp: Path, monkeypatch: pytest.MonkeyPatch,
             port = await stack.enter_async_context(haproxy(backends, tmp))
             yield Replicas(redis, hubs, port)
     except BaseException:
-        _show_logs(hubs, tmp)
+        _show_logs(tmp)
         raise
 
 
-def _show_logs(hubs: list[HttpHub], tmp: Path) -> None:
-    """Print each replica's stderr and haproxy's log (pytest shows them on failure)."""
-    for i, hub in enumerate(hubs):
-        print(f"--- replica {i + 1} (port {hub.port}) stderr:\n{hub.stderr()[-4000:]}")
+def _show_logs(tmp: Path) -> None:
+    """Print haproxy's log (pytest shows it on failure); each replica's log is shown by
+    :func:`tests.hubtest.http_hub` as the failure leaves it."""
     log = tmp / "haproxy.log"
     if log.exists():
-        print(f"--- haproxy log:\n{log.read_text(errors='replace')[-2000:]}")
+        show_log("haproxy", log, 2000)
